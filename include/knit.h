@@ -1,0 +1,177 @@
+/*
+ * knit: a cluster communication system.  Native API.
+ *
+ * Every call returns a knit_status_t: 0 (KNIT_OK) on success, a positive
+ * value while an operation is still in progress, a negative KNIT_ERR_* on
+ * error.  knit_strerror() names any of them.  Out-parameters are written
+ * only on success.
+ *
+ * Threads: a context is used by one thread at a time (the caller serializes);
+ * knit_strerror() and the knit_*_of() geometry queries are thread safe.
+ */
+#ifndef KNIT_H
+#define KNIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KNIT_VERSION_MAJOR 0
+#define KNIT_VERSION_MINOR 1
+#define KNIT_VERSION_PATCH 0
+#define KNIT_VERSION_STRING "0.1.0"
+
+typedef int knit_status_t;
+
+enum {
+    KNIT_OK = 0,
+    KNIT_INPROGRESS = 1,        /* not done yet: call again / progress */
+
+    KNIT_ERR_INVAL = -1,        /* invalid argument */
+    KNIT_ERR_NOMEM = -2,        /* out of memory */
+    KNIT_ERR_IO = -3,           /* system call failed */
+    KNIT_ERR_TIMEOUT = -4,      /* timed out */
+    KNIT_ERR_TRUNCATE = -5,     /* message longer than the receive buffer */
+    KNIT_ERR_PEER = -6,         /* a peer process failed or went away */
+    KNIT_ERR_PROTO = -7,        /* malformed data from outside */
+    KNIT_ERR_NOT_SUPPORTED = -8, /* not supported (yet) */
+    KNIT_ERR_AUTH = -9,         /* authentication (job cookie) refused */
+    KNIT_ERR_NOT_FOUND = -10,   /* no such key / object */
+    KNIT_ERR_MODULE_FAULT = -11, /* an offload module faulted */
+    KNIT_ERR_AGAIN = -12,       /* resource temporarily exhausted */
+    KNIT_ERR_CANCELED = -13,    /* operation canceled */
+    KNIT_ERR_EXISTS = -14,      /* already exists */
+    KNIT_ERR_RANGE = -15,       /* value out of range */
+    KNIT_ERR_STATE = -16,       /* call not valid in this state */
+    KNIT_ERR_FABRIC = -17,      /* network fabric (libfabric) error */
+};
+
+/* Human-readable name of a status (never NULL, static storage). */
+const char *knit_strerror(knit_status_t status);
+
+/* ---------------------------------------------------------------- runtime */
+
+typedef struct knit_ctx knit_ctx_t;
+
+/*
+ * Start the runtime.  Under knitrun the process learns its place from the
+ * KNIT_* environment and joins the job; started alone it runs as a
+ * single-rank job (a "singleton").  argc/argv may be NULL; knit removes no
+ * arguments today.  Reads and checks every KNIT_* tunable: a malformed value
+ * is an error naming the variable.  One context per process.
+ */
+knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **ctx);
+
+/* Leave the job: waits until every rank has called it, frees everything. */
+knit_status_t knit_finalize(knit_ctx_t *ctx);
+
+/* End the whole job now: every process is stopped, knitrun prints msg and
+ * exits with code (nonzero).  Never returns. */
+void knit_abort(knit_ctx_t *ctx, int code, const char *msg)
+    __attribute__((noreturn));
+
+int knit_rank(const knit_ctx_t *ctx);         /* 0 .. size-1 */
+int knit_size(const knit_ctx_t *ctx);
+int knit_node(const knit_ctx_t *ctx);         /* this rank's node */
+int knit_nnodes(const knit_ctx_t *ctx);
+int knit_node_of(const knit_ctx_t *ctx, int rank); /* -1 if out of range */
+int knit_local_rank(const knit_ctx_t *ctx);   /* index among this node's ranks */
+int knit_local_size(const knit_ctx_t *ctx);
+/* First job rank on this node: the node's ranks are
+ * first_local .. first_local + local_size - 1 (placement is block-wise). */
+int knit_first_local(const knit_ctx_t *ctx);
+
+/* Drive communication forward once (never blocks). */
+knit_status_t knit_progress(knit_ctx_t *ctx);
+
+/* ------------------------------------------------------- point-to-point */
+
+#define KNIT_ANY_SOURCE (-1)
+#define KNIT_ANY_TAG (-1)
+#define KNIT_TAG_UB 0x7fffffff      /* largest valid tag */
+
+typedef struct knit_request knit_request_t;
+
+/* What a completed receive (or probe) found. */
+typedef struct knit_msg_status {
+    int source;           /* sender's rank */
+    int tag;              /* message tag */
+    size_t length;        /* bytes written into the buffer */
+    size_t msg_length;    /* bytes the sender sent (> length: truncated) */
+    knit_status_t error;  /* KNIT_OK, or KNIT_ERR_TRUNCATE, ... */
+} knit_msg_status_t;
+
+/*
+ * Nonblocking send/receive.  Matching is MPI's: (comm_id, source, tag), in
+ * order per sender; irecv accepts KNIT_ANY_SOURCE / KNIT_ANY_TAG.  tag must
+ * be in [0, KNIT_TAG_UB] for sends.  The buffer belongs to knit until the
+ * request completes.  A receive buffer shorter than the message gets the
+ * first len bytes and error KNIT_ERR_TRUNCATE in its status; nothing is
+ * written past the buffer.
+ */
+knit_status_t knit_isend(knit_ctx_t *ctx, const void *buf, size_t len,
+                         int peer, int tag, uint32_t comm_id,
+                         knit_request_t **req);
+knit_status_t knit_irecv(knit_ctx_t *ctx, void *buf, size_t len,
+                         int peer, int tag, uint32_t comm_id,
+                         knit_request_t **req);
+
+/* Blocking forms.  status may be NULL. */
+knit_status_t knit_send(knit_ctx_t *ctx, const void *buf, size_t len,
+                        int peer, int tag, uint32_t comm_id);
+knit_status_t knit_recv(knit_ctx_t *ctx, void *buf, size_t len,
+                        int peer, int tag, uint32_t comm_id,
+                        knit_msg_status_t *status);
+
+/*
+ * Completion.  knit_test sets *done and, when done, frees the request, sets
+ * *req to NULL and fills status (may be NULL).  Returns the operation's
+ * result (KNIT_ERR_TRUNCATE for a truncated receive) once done, KNIT_OK
+ * while not done.  knit_wait blocks (spin, then yield, then sleep).
+ * knit_waitall completes all; statuses may be NULL; returns the first error.
+ */
+knit_status_t knit_test(knit_request_t **req, int *done,
+                        knit_msg_status_t *status);
+knit_status_t knit_wait(knit_request_t **req, knit_msg_status_t *status);
+knit_status_t knit_waitall(size_t n, knit_request_t **reqs,
+                           knit_msg_status_t *statuses);
+
+/* Send flags (knit_isend_flags). */
+#define KNIT_SEND_SYNC 0x1  /* complete only once a receive has matched (MPI_Ssend) */
+
+knit_status_t knit_isend_flags(knit_ctx_t *ctx, const void *buf, size_t len,
+                               int peer, int tag, uint32_t comm_id, unsigned flags,
+                               knit_request_t **req);
+
+/*
+ * Cancel a receive that has not matched yet: it completes with
+ * KNIT_ERR_CANCELED.  Returns KNIT_ERR_STATE when it already matched (then
+ * it completes normally) and KNIT_ERR_NOT_SUPPORTED for sends.
+ */
+knit_status_t knit_cancel(knit_request_t *req);
+
+/* Like knit_test but leaves the request alive (MPI_Request_get_status). */
+knit_status_t knit_request_status(knit_request_t *req, int *done,
+                                  knit_msg_status_t *status);
+
+/* Matched probe (MPI_Mprobe): removes the matching message from the queue
+ * and returns a handle that only knit_imrecv can receive. */
+typedef struct knit_message knit_message_t;
+knit_status_t knit_improbe(knit_ctx_t *ctx, int peer, int tag, uint32_t comm_id,
+                           int *flag, knit_message_t **msg, knit_msg_status_t *status);
+knit_status_t knit_imrecv(knit_ctx_t *ctx, void *buf, size_t len,
+                          knit_message_t **msg, knit_request_t **req);
+
+/* Probe for a matching message without receiving it. */
+knit_status_t knit_iprobe(knit_ctx_t *ctx, int peer, int tag, uint32_t comm_id,
+                          int *flag, knit_msg_status_t *status);
+knit_status_t knit_probe(knit_ctx_t *ctx, int peer, int tag, uint32_t comm_id,
+                         knit_msg_status_t *status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KNIT_H */

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install the Debian packages that knit's build and tests need, when missing.
+# Idempotent: does nothing (and needs no network) when everything is present.
+set -eu
+pkgs="gcc make pkg-config libfabric-dev libfabric-bin iproute2 procps"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing:$missing"
+if [ "$(id -u)" != 0 ]; then
+    SUDO=sudo
+    command -v sudo >/dev/null || { echo "deps: need root to install:$missing" >&2; exit 1; }
+else
+    SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $missing

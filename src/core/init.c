@@ -1,0 +1,193 @@
+/* knit_init / knit_finalize: the process's place in the job, and the
+ * layers started in order (util, boot, transports, p2p). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "util/config.h"
+#include "util/env.h"
+#include "util/log.h"
+
+static knit_ctx_t *the_ctx;
+
+static int env_int(const char *name, int def, int *ok)
+{
+    const char *v = getenv(name);
+    if (!v)
+        return def;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || end == v || x < 0 || x > 1 << 30) {
+        kn_error("%s: invalid value '%s' (expected a non-negative integer)", name, v);
+        *ok = 0;
+        return def;
+    }
+    return (int)x;
+}
+
+knit_status_t kn_ctx_set_geometry(knit_ctx_t *ctx, const char *sizes, int size)
+{
+    int nnodes = 1;
+    for (const char *p = sizes; *p; p++)
+        nnodes += *p == ',';
+    int *first = calloc((size_t)nnodes + 1, sizeof(int));
+    int *node_of = calloc((size_t)size, sizeof(int));
+    if (!first || !node_of)
+        goto err;
+    const char *p = sizes;
+    int total = 0;
+    for (int n = 0; n < nnodes; n++) {
+        char *end;
+        errno = 0;
+        long k = strtol(p, &end, 10);
+        if (errno || end == p || k < 0 || (*end != ',' && *end != '\0') || total + k > size)
+            goto bad;
+        first[n] = total;
+        for (long i = 0; i < k; i++)
+            node_of[total + i] = n;
+        total += (int)k;
+        p = end + (*end == ',');
+    }
+    if (total != size)
+        goto bad;
+    first[nnodes] = total;
+    free(ctx->node_of);
+    free(ctx->node_first);
+    ctx->node_of = node_of;
+    ctx->node_first = first;
+    ctx->nnodes = nnodes;
+    return KNIT_OK;
+bad:
+    kn_error("%s: invalid node map '%s' for %d ranks", KN_ENV_NODE_SIZES, sizes, size);
+    free(first);
+    free(node_of);
+    return KNIT_ERR_INVAL;
+err:
+    free(first);
+    free(node_of);
+    return KNIT_ERR_NOMEM;
+}
+
+knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
+{
+    (void)argc;
+    (void)argv;
+    if (!out)
+        return KNIT_ERR_INVAL;
+    if (the_ctx)
+        return KNIT_ERR_STATE;
+    knit_status_t st = kn_config_load();
+    if (st != KNIT_OK)
+        return st;
+
+    knit_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return KNIT_ERR_NOMEM;
+    int ok = 1;
+    ctx->size = env_int(KN_ENV_SIZE, 1, &ok);
+    ctx->rank = env_int(KN_ENV_RANK, 0, &ok);
+    ctx->node = env_int(KN_ENV_NODE, 0, &ok);
+    if (!ok || ctx->size < 1 || ctx->rank >= ctx->size) {
+        if (ok)
+            kn_error("%s=%d is not below %s=%d", KN_ENV_RANK, ctx->rank, KN_ENV_SIZE, ctx->size);
+        st = KNIT_ERR_INVAL;
+        goto err;
+    }
+    kn_log_set_prefix("rank %d", ctx->rank);
+
+    char one[16];
+    const char *sizes = getenv(KN_ENV_NODE_SIZES);
+    if (!sizes) {
+        snprintf(one, sizeof(one), "%d", ctx->size); /* all on one node */
+        sizes = one;
+    }
+    st = kn_ctx_set_geometry(ctx, sizes, ctx->size);
+    if (st != KNIT_OK)
+        goto err;
+    if (ctx->node_of[ctx->rank] != ctx->node) {
+        kn_error("%s=%d disagrees with %s for rank %d", KN_ENV_NODE, ctx->node,
+                 KN_ENV_NODE_SIZES, ctx->rank);
+        st = KNIT_ERR_INVAL;
+        goto err;
+    }
+    ctx->first_local = ctx->node_first[ctx->node];
+    ctx->local_size = ctx->node_first[ctx->node + 1] - ctx->first_local;
+    ctx->local_rank = ctx->rank - ctx->first_local;
+
+    const char *jobid = getenv(KN_ENV_JOBID);
+    if (jobid)
+        snprintf(ctx->jobid, sizeof(ctx->jobid), "%s", jobid);
+    else
+        snprintf(ctx->jobid, sizeof(ctx->jobid), "s%d", (int)getpid()); /* singleton */
+    if (gethostname(ctx->hostname, sizeof(ctx->hostname)) < 0)
+        snprintf(ctx->hostname, sizeof(ctx->hostname), "localhost");
+    ctx->hostname[sizeof(ctx->hostname) - 1] = '\0';
+
+    st = kn_boot_connect_env(&ctx->boot);
+    if (st != KNIT_OK) {
+        kn_error("cannot reach the bootstrap store: %s", knit_strerror(st));
+        goto err;
+    }
+    st = kn_boot_fence(ctx->boot);
+    if (st != KNIT_OK) {
+        kn_error("bootstrap fence failed: %s", knit_strerror(st));
+        goto err_boot;
+    }
+    the_ctx = ctx;
+    *out = ctx;
+    return KNIT_OK;
+
+err_boot:
+    kn_boot_close(ctx->boot);
+err:
+    free(ctx->node_of);
+    free(ctx->node_first);
+    free(ctx);
+    return st;
+}
+
+knit_status_t knit_finalize(knit_ctx_t *ctx)
+{
+    if (!ctx || ctx != the_ctx || ctx->finalized)
+        return KNIT_ERR_STATE;
+    knit_status_t st = kn_boot_fence(ctx->boot);
+    knit_status_t st2 = kn_boot_finalize(ctx->boot);
+    if (st == KNIT_OK)
+        st = st2;
+    ctx->finalized = 1;
+    free(ctx->node_of);
+    free(ctx->node_first);
+    free(ctx);
+    the_ctx = NULL;
+    return st;
+}
+
+void knit_abort(knit_ctx_t *ctx, int code, const char *msg)
+{
+    if (code == 0)
+        code = 1;
+    if (!ctx)
+        ctx = the_ctx;
+    if (ctx && ctx->boot && !kn_boot_is_singleton(ctx->boot))
+        kn_boot_abort(ctx->boot, code, msg ? msg : "");
+    else
+        kn_error("abort (code %d): %s", code, msg ? msg : "");
+    _exit(code & 0xff ? code & 0xff : 1);
+}
+
+int knit_rank(const knit_ctx_t *c) { return c->rank; }
+int knit_size(const knit_ctx_t *c) { return c->size; }
+int knit_node(const knit_ctx_t *c) { return c->node; }
+int knit_nnodes(const knit_ctx_t *c) { return c->nnodes; }
+int knit_local_rank(const knit_ctx_t *c) { return c->local_rank; }
+int knit_local_size(const knit_ctx_t *c) { return c->local_size; }
+int knit_first_local(const knit_ctx_t *c) { return c->first_local; }
+
+int knit_node_of(const knit_ctx_t *c, int rank)
+{
+    return rank >= 0 && rank < c->size ? c->node_of[rank] : -1;
+}

@@ -1,0 +1,28 @@
+/*
+ * Environment variables knitrun sets for every process it starts (not
+ * tunables: the process's place in the job).  One list, shared by the
+ * launcher, the runtime and the config loader (which does not warn about
+ * them).
+ */
+#ifndef KN_UTIL_ENV_H
+#define KN_UTIL_ENV_H
+
+#define KN_ENV_LIST(X)                                                     \
+    X(RANK, "KNIT_RANK", "this process's rank in the job")                 \
+    X(SIZE, "KNIT_SIZE", "number of ranks in the job")                     \
+    X(NODE, "KNIT_NODE", "this rank's node")                               \
+    X(NNODES, "KNIT_NNODES", "number of nodes in the job")                 \
+    X(LOCAL_RANK, "KNIT_LOCAL_RANK", "index among the node's ranks")       \
+    X(LOCAL_SIZE, "KNIT_LOCAL_SIZE", "number of ranks on this node")       \
+    X(NODE_SIZES, "KNIT_NODE_SIZES", "ranks per node, comma separated")    \
+    X(JOBID, "KNIT_JOBID", "job identifier (names shared-memory files)")   \
+    X(COOKIE, "KNIT_COOKIE", "job secret presented to the bootstrap store") \
+    X(BOOT_ADDR, "KNIT_BOOT_ADDR", "bootstrap store addresses to try")     \
+    X(HOSTNAME, "KNIT_HOSTNAME", "name of this rank's host in the job")    \
+    X(PROXY, "KNIT_PROXY", "set in knitrun's per-host proxy processes")
+
+#define KN_ENV_DECL(id, name, help) static const char KN_ENV_##id[] = name;
+KN_ENV_LIST(KN_ENV_DECL)
+#undef KN_ENV_DECL
+
+#endif

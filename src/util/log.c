@@ -1,0 +1,56 @@
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int kn_log_level = KN_LOG_WARN;
+static char log_prefix[64] = "knit";
+
+static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
+
+void kn_log_set_prefix(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(log_prefix, sizeof(log_prefix), fmt, ap);
+    va_end(ap);
+}
+
+const char *kn_log_prefix(void)
+{
+    return log_prefix;
+}
+
+void kn_log_set_level(int level)
+{
+    kn_log_level = level;
+}
+
+void kn_vlog(int level, const char *fmt, va_list ap)
+{
+    char line[1024];
+    int saved = errno;
+    if (level < 0)
+        level = 0;
+    if (level > KN_LOG_TRACE)
+        level = KN_LOG_TRACE;
+    int n = snprintf(line, sizeof(line), "knit[%s] %s: ", log_prefix, level_names[level]);
+    errno = saved; /* keep %m meaningful */
+    n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    if (n > (int)sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+    (void)w;
+    errno = saved;
+}
+
+void kn_log(int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kn_vlog(level, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,40 @@
+/*
+ * Leveled logging.  Every line: "knit[<prefix>] <level>: <message>" on
+ * stderr, where the prefix names the process ("rank 3", "knitrun",
+ * "agent 1").  Level from KNIT_LOG_LEVEL (error|warn|info|debug|trace,
+ * default warn).  Messages are lowercase, no trailing period; use %m for
+ * errno.  Thread safe (one write(2) per line).
+ */
+#ifndef KN_UTIL_LOG_H
+#define KN_UTIL_LOG_H
+
+#include <stdarg.h>
+
+enum kn_log_level {
+    KN_LOG_ERROR = 0,
+    KN_LOG_WARN,
+    KN_LOG_INFO,
+    KN_LOG_DEBUG,
+    KN_LOG_TRACE,
+};
+
+extern int kn_log_level;
+
+void kn_log_set_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *kn_log_prefix(void);
+void kn_log_set_level(int level);
+void kn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kn_vlog(int level, const char *fmt, va_list ap);
+
+#define KN_LOG_AT(lvl, ...)                                   \
+    do {                                                      \
+        if (__builtin_expect((lvl) <= kn_log_level, 0))       \
+            kn_log((lvl), __VA_ARGS__);                       \
+    } while (0)
+#define kn_error(...) KN_LOG_AT(KN_LOG_ERROR, __VA_ARGS__)
+#define kn_warn(...) KN_LOG_AT(KN_LOG_WARN, __VA_ARGS__)
+#define kn_info(...) KN_LOG_AT(KN_LOG_INFO, __VA_ARGS__)
+#define kn_debug(...) KN_LOG_AT(KN_LOG_DEBUG, __VA_ARGS__)
+#define kn_trace(...) KN_LOG_AT(KN_LOG_TRACE, __VA_ARGS__)
+
+#endif
