@@ -36,6 +36,7 @@ LDFLAGS  += -fsanitize=address,undefined
 endif
 
 .DEFAULT_GOAL := all
+.SECONDARY:
 .PHONY: all deps test run bench install docs clean
 
 # The build depends on Debian packages; scripts/deps.sh installs any missing.

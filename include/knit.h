@@ -165,11 +165,87 @@ knit_status_t knit_improbe(knit_ctx_t *ctx, int peer, int tag, uint32_t comm_id,
 knit_status_t knit_imrecv(knit_ctx_t *ctx, void *buf, size_t len,
                           knit_message_t **msg, knit_request_t **req);
 
+/*
+ * Wait, with the engine's policy (spin, then yield, then sleep; KNIT_WAIT),
+ * until cond(arg) returns nonzero; progress runs between calls.  For
+ * layers above (MPI's Waitany/Waitsome, collective schedules).
+ */
+knit_status_t knit_wait_until(knit_ctx_t *ctx, int (*cond)(void *arg), void *arg);
+
 /* Probe for a matching message without receiving it. */
 knit_status_t knit_iprobe(knit_ctx_t *ctx, int peer, int tag, uint32_t comm_id,
                           int *flag, knit_msg_status_t *status);
 knit_status_t knit_probe(knit_ctx_t *ctx, int peer, int tag, uint32_t comm_id,
                          knit_msg_status_t *status);
+
+/* ------------------------------------------------------ communicators */
+
+/*
+ * A communicator: an ordered list of job ranks and a context id.  Its
+ * point-to-point traffic uses comm_id; collectives use comm_id |
+ * KNIT_COLL_CTX_BIT, so they never match the communicator's own
+ * point-to-point messages.  Layers above allocate context ids below that
+ * bit.  Creation is local (no communication): every member must create it
+ * with the same ranks and id.
+ */
+#define KNIT_COLL_CTX_BIT 0x80000000u
+
+typedef struct knit_comm knit_comm_t;
+
+knit_status_t knit_comm_create(knit_ctx_t *ctx, const int *ranks, int n, uint32_t comm_id,
+                               knit_comm_t **comm);
+/* The job's communicator (every rank, id 0); owned by the context. */
+knit_comm_t *knit_comm_world(knit_ctx_t *ctx);
+void knit_comm_destroy(knit_comm_t *comm);
+int knit_comm_rank(const knit_comm_t *comm);  /* -1 if not a member */
+int knit_comm_size(const knit_comm_t *comm);
+int knit_comm_job_rank(const knit_comm_t *comm, int comm_rank);
+
+/* ---------------------------------------------------------- collectives */
+
+/* Element types of reductions (and the unit of counts). */
+typedef enum knit_dtype {
+    KNIT_BYTE = 0,
+    KNIT_CHAR, KNIT_SCHAR, KNIT_UCHAR,
+    KNIT_INT8, KNIT_UINT8, KNIT_INT16, KNIT_UINT16,
+    KNIT_INT32, KNIT_UINT32, KNIT_INT64, KNIT_UINT64,
+    KNIT_SHORT, KNIT_USHORT, KNIT_INT, KNIT_UINT, KNIT_LONG, KNIT_ULONG,
+    KNIT_LONG_LONG, KNIT_ULONG_LONG,
+    KNIT_FLOAT, KNIT_DOUBLE, KNIT_LONG_DOUBLE,
+    KNIT_C_BOOL, KNIT_WCHAR,
+    KNIT_FLOAT_COMPLEX, KNIT_DOUBLE_COMPLEX, KNIT_LONG_DOUBLE_COMPLEX,
+    /* (value, index) pairs for MAXLOC / MINLOC, laid out as C structs */
+    KNIT_FLOAT_INT, KNIT_DOUBLE_INT, KNIT_LONG_INT, KNIT_2INT, KNIT_SHORT_INT,
+    KNIT_LONG_DOUBLE_INT,
+    KNIT_DTYPE_COUNT
+} knit_dtype_t;
+
+size_t knit_dtype_size(knit_dtype_t t);
+
+typedef enum knit_op_kind {
+    KNIT_OP_SUM = 0, KNIT_OP_PROD, KNIT_OP_MAX, KNIT_OP_MIN,
+    KNIT_OP_LAND, KNIT_OP_LOR, KNIT_OP_LXOR,
+    KNIT_OP_BAND, KNIT_OP_BOR, KNIT_OP_BXOR,
+    KNIT_OP_MAXLOC, KNIT_OP_MINLOC,
+    KNIT_OP_REPLACE, KNIT_OP_NO_OP,
+    KNIT_OP_USER,
+} knit_op_kind_t;
+
+/* inout[i] = in[i] op inout[i] for count elements of type dtype. */
+typedef void (*knit_user_fn_t)(const void *in, void *inout, size_t count, knit_dtype_t dtype,
+                               void *arg);
+
+typedef struct knit_op {
+    knit_op_kind_t kind;
+    knit_user_fn_t fn;    /* KNIT_OP_USER only */
+    void *arg;
+    int commutative;      /* KNIT_OP_USER only; predefined ops are */
+} knit_op_t;
+
+/* Apply op: inout = in op inout.  KNIT_ERR_INVAL for an op that does not
+ * apply to the type (e.g. BAND on double). */
+knit_status_t knit_reduce_local(const void *in, void *inout, size_t count, knit_dtype_t dtype,
+                                const knit_op_t *op);
 
 #ifdef __cplusplus
 }

@@ -29,7 +29,9 @@ enum kn_boot_role { KN_BOOT_ROLE_RANK = 1, KN_BOOT_ROLE_PROXY = 2, KN_BOOT_ROLE_
 /*
  * Connect to the job's store.  addrs is the comma-separated list from
  * KNIT_BOOT_ADDR ("unix:/path", "host:port", "[v6]:port"), tried in order;
- * NULL makes a singleton store.  Waits up to KNIT_BOOT_TIMEOUT.
+ * NULL makes a singleton store.  Waits up to KNIT_BOOT_TIMEOUT
+ * (kn_cfg.boot_timeout: call kn_config_load first; 0 = no limit).  A
+ * store that refuses the cookie gives KNIT_ERR_AUTH.
  */
 knit_status_t kn_boot_connect(const char *addrs, const char *cookie, int role, int id,
                               kn_boot_t **out);
@@ -44,7 +46,8 @@ int kn_boot_is_singleton(const kn_boot_t *b);
 knit_status_t kn_boot_put(kn_boot_t *b, const char *key, const void *val, size_t len);
 
 /* Fetch key; waits until some process has put it (bounded by
- * KNIT_BOOT_TIMEOUT: KNIT_ERR_TIMEOUT).  A value longer than cap is an error
+ * KNIT_BOOT_TIMEOUT: KNIT_ERR_TIMEOUT; a singleton answers
+ * KNIT_ERR_NOT_FOUND at once, as nobody else could put it).  A value longer than cap is an error
  * (KNIT_ERR_TRUNCATE) with *len set to the needed size. */
 knit_status_t kn_boot_get(kn_boot_t *b, const char *key, void *buf, size_t cap, size_t *len);
 
@@ -61,5 +64,10 @@ knit_status_t kn_boot_finalize(kn_boot_t *b);
 
 /* Close without finalize (e.g. after an error). */
 void kn_boot_close(kn_boot_t *b);
+
+/* Free the handle but keep its connected socket and return it (-1 for a
+ * singleton): for a caller that drives the protocol itself (knitrun's
+ * per-host proxy). */
+int kn_boot_release_fd(kn_boot_t *b);
 
 #endif

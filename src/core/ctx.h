@@ -19,6 +19,7 @@ struct knit_ctx {
     char hostname[64];
     kn_boot_t *boot;
     struct kn_p2p *p2p;
+    struct kn_tl *self_tl, *shm_tl;
     int finalized;
 };
 

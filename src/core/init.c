@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "p2p/p2p.h"
+#include "p2p/self.h"
+#include "shm/shm.h"
 #include "util/config.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -72,6 +75,82 @@ err:
     return KNIT_ERR_NOMEM;
 }
 
+static void core_fatal(void *arg, const char *msg)
+{
+    knit_abort(arg, 1, msg);
+}
+
+static void transports_stop(knit_ctx_t *ctx)
+{
+    if (ctx->shm_tl)
+        ctx->shm_tl->ops->destroy(ctx->shm_tl);
+    if (ctx->self_tl)
+        ctx->self_tl->ops->destroy(ctx->self_tl);
+    kn_p2p_destroy(ctx->p2p);
+    ctx->shm_tl = ctx->self_tl = NULL;
+    ctx->p2p = NULL;
+}
+
+static knit_status_t fence(knit_ctx_t *ctx)
+{
+    knit_status_t st = kn_boot_fence(ctx->boot);
+    if (st != KNIT_OK)
+        kn_error("bootstrap fence failed: %s", knit_strerror(st));
+    return st;
+}
+
+/*
+ * The p2p engine and its transports.  The node segment is created by local
+ * rank 0, attached by all after a fence, and probed (and unlinked) after a
+ * second one; every rank runs both fences, whatever its node looks like.
+ */
+static knit_status_t transports_start(knit_ctx_t *ctx)
+{
+    kn_p2p_params_t pp = {
+        .rank = ctx->rank, .size = ctx->size, .node_of = ctx->node_of, .node = ctx->node,
+        .fatal = core_fatal, .fatal_arg = ctx,
+    };
+    knit_status_t st = kn_p2p_create(&pp, &ctx->p2p);
+    if (st != KNIT_OK)
+        return st;
+    kn_shm_params_t sp = {
+        .jobid = ctx->jobid, .node = ctx->node, .local_rank = ctx->local_rank,
+        .local_size = ctx->local_size, .first_rank = ctx->first_local, .cma_mode = kn_cfg.cma,
+        .ring_entries = (unsigned)kn_cfg.shm_ring, .slots = (unsigned)kn_cfg.shm_slots,
+        .slot_size = kn_cfg.shm_slot_size,
+    };
+    int use_shm = ctx->local_size > 1;
+    knit_status_t create_st = KNIT_OK;
+    if (use_shm && ctx->local_rank == 0)
+        create_st = kn_shm_create(&sp);
+    /* everyone fences, even after a failure, so that no one waits forever */
+    st = fence(ctx);
+    if (st != KNIT_OK)
+        return st;
+    if (create_st != KNIT_OK)
+        return create_st;
+    if (use_shm) {
+        st = kn_shm_attach(&sp, kn_p2p_recv_cb(), ctx->p2p, &ctx->shm_tl);
+        if (st != KNIT_OK)
+            return st;
+    }
+    st = fence(ctx);
+    if (st != KNIT_OK)
+        return st;
+    if (use_shm) {
+        st = kn_shm_ready(ctx->shm_tl);
+        if (st != KNIT_OK)
+            return st;
+        kn_p2p_set_tl(ctx->p2p, ctx->shm_tl, ctx->first_local, ctx->local_size);
+    }
+    st = kn_self_create(ctx->rank, kn_p2p_recv_cb(), ctx->p2p, &ctx->self_tl);
+    if (st != KNIT_OK)
+        return st;
+    kn_p2p_set_tl(ctx->p2p, ctx->self_tl, ctx->rank, 1);
+    kn_p2p_set_wait(ctx->p2p, ctx->local_size);
+    return KNIT_OK;
+}
+
 knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
 {
     (void)argc;
@@ -123,7 +202,11 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
         snprintf(ctx->jobid, sizeof(ctx->jobid), "%s", jobid);
     else
         snprintf(ctx->jobid, sizeof(ctx->jobid), "s%d", (int)getpid()); /* singleton */
-    if (gethostname(ctx->hostname, sizeof(ctx->hostname)) < 0)
+    /* the host's name in the job (knitrun's host list), else the kernel's */
+    const char *host = getenv(KN_ENV_HOSTNAME);
+    if (host && *host)
+        snprintf(ctx->hostname, sizeof(ctx->hostname), "%s", host);
+    else if (gethostname(ctx->hostname, sizeof(ctx->hostname)) < 0)
         snprintf(ctx->hostname, sizeof(ctx->hostname), "localhost");
     ctx->hostname[sizeof(ctx->hostname) - 1] = '\0';
 
@@ -132,16 +215,15 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
         kn_error("cannot reach the bootstrap store: %s", knit_strerror(st));
         goto err;
     }
-    st = kn_boot_fence(ctx->boot);
-    if (st != KNIT_OK) {
-        kn_error("bootstrap fence failed: %s", knit_strerror(st));
+    st = transports_start(ctx);
+    if (st != KNIT_OK)
         goto err_boot;
-    }
     the_ctx = ctx;
     *out = ctx;
     return KNIT_OK;
 
 err_boot:
+    transports_stop(ctx);
     kn_boot_close(ctx->boot);
 err:
     free(ctx->node_of);
@@ -155,6 +237,7 @@ knit_status_t knit_finalize(knit_ctx_t *ctx)
     if (!ctx || ctx != the_ctx || ctx->finalized)
         return KNIT_ERR_STATE;
     knit_status_t st = kn_boot_fence(ctx->boot);
+    transports_stop(ctx);
     knit_status_t st2 = kn_boot_finalize(ctx->boot);
     if (st == KNIT_OK)
         st = st2;

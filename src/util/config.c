@@ -258,11 +258,11 @@ void kn_format_time(uint64_t ns, char *buf, size_t len)
     if (ns == 0)
         snprintf(buf, len, "0");
     else if (ns % 1000000000ull == 0)
-        snprintf(buf, len, "%" PRIu64 "s", ns / 1000000000ull);
+        snprintf(buf, len, "%" PRIu64 "s", ns / UINT64_C(1000000000));
     else if (ns % 1000000ull == 0)
-        snprintf(buf, len, "%" PRIu64 "ms", ns / 1000000ull);
+        snprintf(buf, len, "%" PRIu64 "ms", ns / UINT64_C(1000000));
     else if (ns % 1000ull == 0)
-        snprintf(buf, len, "%" PRIu64 "us", ns / 1000ull);
+        snprintf(buf, len, "%" PRIu64 "us", ns / UINT64_C(1000));
     else
         snprintf(buf, len, "%" PRIu64 "ns", ns);
 }

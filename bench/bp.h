@@ -1,0 +1,57 @@
+/*
+ * bp: the tiny portable layer the benchmark programs are written against, so
+ * that one source builds against knit's native API (bp_knit.c, linked with
+ * libknit.a) and against any MPI (bp_mpi.c, built with that MPI's mpicc; later
+ * also with knitcc over knit's own MPI layer).
+ *
+ * Contract: every call either succeeds or ends the whole job with a message
+ * on stderr that names the call and the implementation's error (the
+ * benchmarks never continue after a failed transfer).  Messages are bytes;
+ * peers are ranks of the whole job; tags are 0 .. BP_TAG_MAX.  One thread.
+ */
+#ifndef BENCH_BP_H
+#define BENCH_BP_H
+
+#include <stddef.h>
+#include <time.h>
+
+#define BP_TAG_MAX 32767 /* the smallest MPI_TAG_UB the MPI standard allows */
+
+/* A request handle: an MPI_Request or a knit request, stored by value. */
+typedef void *bp_req_t;
+
+void bp_init(int *argc, char ***argv);
+void bp_finalize(void);
+int bp_rank(void);
+int bp_size(void);
+
+void bp_isend(const void *buf, size_t len, int peer, int tag, bp_req_t *req);
+void bp_irecv(void *buf, size_t len, int peer, int tag, bp_req_t *req);
+/* Completes all n requests (n may be 0). */
+void bp_waitall(int n, bp_req_t *reqs);
+void bp_send(const void *buf, size_t len, int peer, int tag);
+/* Receives at most len bytes (no status: the fast path of every library). */
+void bp_recv(void *buf, size_t len, int peer, int tag);
+/* The same, returning the number of bytes received (for checks). */
+size_t bp_recv_len(void *buf, size_t len, int peer, int tag);
+void bp_barrier(void);
+
+/* Ends the job (all ranks) with exit code 1 after printing msg. */
+void bp_abort(const char *msg) __attribute__((noreturn));
+
+/* "knit", "openmpi", "mpich", ...: set at build time with -DBP_IMPL_NAME=...
+ * or detected from the library. */
+const char *bp_impl_name(void);
+/* One line describing the library and its version. */
+const char *bp_impl_version(void);
+
+/* Seconds from an arbitrary fixed point.  The same clock for every
+ * implementation (CLOCK_MONOTONIC), so that no timer differs between them. */
+static inline double bp_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * bw: windowed unidirectional bandwidth.  The leader of each pair starts
+ * `window` (64) nonblocking sends of `size` bytes, the partner has the same
+ * number of receives posted; when the partner has all of them it sends a
+ * 4-byte acknowledgement, which ends the window (the scheme of the common
+ * MPI bandwidth benchmarks).  bandwidth = size x window x iterations / time,
+ * timed on the sender; the median over the batches is reported in MB/s
+ * (10^6 bytes per second).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bp.h"
+#include "common.h"
+
+static const char *const NAME = "bw";
+
+struct run {
+    const bench_pair_t *p;
+    void *sbuf, *rbuf;
+    size_t size;
+    int window;
+    bp_req_t *reqs;
+};
+
+static double kernel(void *arg, long n)
+{
+    struct run *r = arg;
+    int peer = r->p->peer, w = r->window;
+    char ack[4] = {0};
+    double t0 = bp_time();
+    if (r->p->leader) {
+        for (long i = 0; i < n; i++) {
+            for (int j = 0; j < w; j++)
+                bp_isend(r->sbuf, r->size, peer, TAG_DATA, &r->reqs[j]);
+            bp_waitall(w, r->reqs);
+            bp_recv(ack, sizeof(ack), peer, TAG_ACK);
+        }
+    } else {
+        for (long i = 0; i < n; i++) {
+            for (int j = 0; j < w; j++)
+                bp_irecv(r->rbuf, r->size, peer, TAG_DATA, &r->reqs[j]);
+            bp_waitall(w, r->reqs);
+            bp_send(ack, sizeof(ack), peer, TAG_ACK);
+        }
+    }
+    return bp_time() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts_t o;
+    bench_pair_t p;
+    bp_init(&argc, &argv);
+    bench_parse(argc, argv, NAME, "windowed bandwidth", 1, &o);
+    bench_pair(&p);
+    bench_header(&o, &p, NAME);
+
+    size_t maxs = o.sizes[o.nsizes - 1];
+    struct run r = {&p, bench_alloc(maxs), bench_alloc(maxs), 0, o.window,
+                    calloc((size_t)o.window, sizeof(bp_req_t))};
+    if (!r.reqs)
+        bp_abort("bw: out of memory");
+    for (int si = 0; si < o.nsizes; si++) {
+        bp_barrier();
+        if (p.peer < 0)
+            continue;
+        r.size = o.sizes[si];
+        bench_window_check(&p, r.size, o.window, 0, NAME);
+        long iters = bench_agree_iters(&o, &p, kernel, &r);
+        double bw[BENCH_MAX_BATCHES];
+        for (int b = 0; b < o.batches; b++) {
+            uint64_t it = 100 + (uint64_t)b;
+            if (p.leader)
+                bench_fill(r.sbuf, r.size, r.size, it);
+            else
+                bench_poison(r.rbuf, r.size, r.size, it);
+            bench_pair_sync(&p);
+            double t = kernel(&r, iters);
+            if (!p.leader)
+                bench_verify(r.rbuf, r.size, r.size, it, NAME, "timed batch");
+            bw[b] = (double)r.size * o.window * (double)iters / t / 1e6;
+        }
+        if (p.report)
+            bench_result(NAME, r.size, "bandwidth", "MB/s", bw, o.batches, iters);
+    }
+    bp_barrier();
+    if (p.report)
+        bench_table(NAME, "bandwidth", "MB/s");
+    free(r.reqs);
+    bench_free(r.sbuf, maxs);
+    bench_free(r.rbuf, maxs);
+    bp_finalize();
+    return 0;
+}

@@ -1,0 +1,646 @@
+/*
+ * bench/limits: the physical limits of this machine, measured in one run, so
+ * that every benchmark table can say what fraction of the limit knit reaches.
+ *
+ *   memcpy_hot    memcpy bandwidth, source and destination stay in cache
+ *                 (only sizes whose two buffers fit in the last-level cache)
+ *   memcpy_cold   memcpy bandwidth, every copy touches memory not used for a
+ *                 while (a pool much larger than the last-level cache)
+ *   cma_read      process_vm_readv bandwidth: a parent reads a child's buffer
+ *   cma_write     process_vm_writev bandwidth: a parent writes a child's buffer
+ *   shm_pingpong  one-way latency of a cache line bounced between two
+ *                 processes through shared memory (pure spinning, no yield)
+ *   tcp_lat       one-way latency of a 1-byte ping-pong over loopback TCP
+ *                 (TCP_NODELAY), receiver busy-polling as MPI libraries do
+ *   tcp_lat_block the same with blocking reads (includes the wake-up)
+ *   tcp_bw        loopback TCP streaming bandwidth (64 KiB writes, 4 MiB
+ *                 socket buffers)
+ *
+ * Every value is the median of several repetitions.  Output: one
+ * machine-readable line per value,
+ *   limit <name> <size> <value> <unit>
+ * then a table for people.  Bandwidth is in MB/s (10^6 bytes/s), the same
+ * unit as the benchmark programs.
+ *
+ * Options: --quick (fewer repetitions, shorter runs, smaller cold pool),
+ * --only NAME[,NAME] (a name or a prefix: memcpy, cma, shm, tcp),
+ * --reps N.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#define KIB 1024ul
+#define MIB (1024ul * 1024ul)
+
+static const size_t bw_sizes[] = {64 * KIB, 1 * MIB, 4 * MIB, 64 * MIB};
+#define NBW (sizeof(bw_sizes) / sizeof(bw_sizes[0]))
+
+static int quick;
+static int reps = 5;
+static const char *only;
+static int ncpus;
+
+struct row {
+    char name[32];
+    size_t size;
+    double value, min, max;
+    char unit[8];
+    char note[96];
+};
+static struct row rows[64];
+static int nrows;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Plain decimal with sensible precision: machine-readable and readable. */
+static const char *fmt(double v, char *buf, size_t n)
+{
+    snprintf(buf, n, v >= 1000 ? "%.0f" : v >= 10 ? "%.2f" : "%.3f", v);
+    return buf;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "limits: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void record(const char *name, size_t size, double *v, int n, const char *unit,
+                   const char *note)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    struct row *r = &rows[nrows++];
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    snprintf(r->unit, sizeof(r->unit), "%s", unit);
+    snprintf(r->note, sizeof(r->note), "%s", note ? note : "");
+    r->size = size;
+    r->value = med;
+    r->min = v[0];
+    r->max = v[n - 1];
+    char b[32];
+    printf("limit %s %zu %s %s\n", name, size, fmt(med, b, sizeof(b)), unit);
+    fflush(stdout);
+}
+
+static void unavailable(const char *name, const char *why)
+{
+    printf("# limit %s unavailable: %s\n", name, why);
+    struct row *r = &rows[nrows++];
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    snprintf(r->note, sizeof(r->note), "unavailable: %.80s", why);
+    r->value = -1;
+    fflush(stdout);
+}
+
+static int wanted(const char *name)
+{
+    if (!only)
+        return 1;
+    const char *p = only;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n && strncmp(name, p, n) == 0)
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+static void *alloc_touched(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        die("mmap");
+    memset(p, 0x5a, len);
+    return p;
+}
+
+/* How many times to repeat an operation taking about t_once seconds so that
+ * one measurement lasts about target seconds. */
+static long count_for(double t_once, double target, long lo, long hi)
+{
+    long n = t_once > 0 ? (long)(target / t_once) : hi;
+    return n < lo ? lo : n > hi ? hi : n;
+}
+
+static int pin_to(int cpu)
+{
+    if (ncpus < 2)
+        return 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu % ncpus, &set);
+    return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+/* ------------------------------------------------------------ memcpy */
+
+/* Keep the compiler from dropping copies whose result is never read. */
+static void clobber(void *p)
+{
+    __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+static void bench_memcpy(void)
+{
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t llc = l3 > 0 ? (size_t)l3 : 32 * MIB;
+    double target = quick ? 0.02 : 0.08;
+    double v[32];
+
+    if (wanted("memcpy_hot")) {
+        for (size_t i = 0; i < NBW; i++) {
+            size_t sz = bw_sizes[i];
+            if (2 * sz > llc / 2)
+                continue; /* both buffers would not stay in cache: not meaningful */
+            char *src = alloc_touched(sz), *dst = alloc_touched(sz);
+            memcpy(dst, src, sz);
+            double t0 = now();
+            memcpy(dst, src, sz);
+            long n = count_for(now() - t0, target, 3, 1000000);
+            for (int r = 0; r < reps; r++) {
+                t0 = now();
+                for (long k = 0; k < n; k++) {
+                    memcpy(dst, src, sz);
+                    clobber(dst);
+                }
+                v[r] = (double)sz * (double)n / (now() - t0) / 1e6;
+            }
+            record("memcpy_hot", sz, v, reps, "MB/s", "same buffers copied again and again");
+            munmap(src, sz);
+            munmap(dst, sz);
+        }
+    }
+    if (wanted("memcpy_cold")) {
+        /* a pool several times the LLC; copies walk through it so each one
+         * reads and writes memory that was evicted long ago */
+        size_t pool = 4 * llc;
+        if (pool < 512 * MIB)
+            pool = 512 * MIB;
+        if (quick && pool > 512 * MIB)
+            pool = 512 * MIB;
+        char *base = alloc_touched(pool);
+        for (size_t i = 0; i < NBW; i++) {
+            size_t sz = bw_sizes[i];
+            size_t nchunks = pool / sz / 2; /* pairs (src in low half, dst in high half) */
+            size_t half = pool / 2;
+            size_t c = 0;
+            double t0 = now();
+            memcpy(base + half, base, sz);
+            long n = count_for(now() - t0, target, 2, (long)nchunks * 64);
+            for (int r = 0; r < reps; r++) {
+                t0 = now();
+                for (long k = 0; k < n; k++) {
+                    memcpy(base + half + c * sz, base + c * sz, sz);
+                    clobber(base);
+                    if (++c == nchunks)
+                        c = 0;
+                }
+                v[r] = (double)sz * (double)n / (now() - t0) / 1e6;
+            }
+            char note[96];
+            snprintf(note, sizeof(note), "walking a %zu MiB pool (LLC %zu MiB)", pool / MIB,
+                     llc / MIB);
+            record("memcpy_cold", sz, v, reps, "MB/s", note);
+        }
+        munmap(base, pool);
+    }
+}
+
+/* ------------------------------------------------------------ cross-memory attach */
+
+/* Read or write len bytes of the child's memory at raddr; loops over short
+ * transfers.  Returns 0 or an errno. */
+static int cma_xfer(pid_t pid, int write, void *local, void *raddr, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        struct iovec l = {(char *)local + done, len - done};
+        struct iovec r = {(char *)raddr + done, len - done};
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n < 0)
+            return errno;
+        if (n == 0)
+            return EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static const char *cma_why(int err)
+{
+    switch (err) {
+    case EPERM:
+        return "EPERM: the kernel refused to attach to the other process (Yama "
+               "kernel.yama.ptrace_scope >= 1 forbids it between siblings, and "
+               "containers often drop CAP_SYS_PTRACE or block the call in seccomp)";
+    case ENOSYS:
+        return "ENOSYS: kernel built without CONFIG_CROSS_MEMORY_ATTACH or blocked by seccomp";
+    default:
+        return strerror(err);
+    }
+}
+
+static void bench_cma(void)
+{
+    int do_read = wanted("cma_read"), do_write = wanted("cma_write");
+    if (!do_read && !do_write)
+        return;
+    size_t maxsz = bw_sizes[NBW - 1];
+    /* allocated before fork: the child has its own copy at the same address */
+    char *remote = mmap(NULL, maxsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (remote == MAP_FAILED)
+        die("mmap");
+    int go[2], ready[2];
+    if (pipe(go) || pipe(ready))
+        die("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(go[1]);
+        close(ready[0]);
+        pin_to(1);
+        memset(remote, 0x33, maxsz); /* its own pages, not copy-on-write shared ones */
+        char c = 1;
+        if (write(ready[1], &c, 1) != 1)
+            _exit(1);
+        while (read(go[0], &c, 1) == 1) /* wait until the parent is done */
+            ;
+        _exit(0);
+    }
+    close(go[0]);
+    close(ready[1]);
+    pin_to(0);
+    char c;
+    if (read(ready[0], &c, 1) != 1)
+        die("child did not start");
+    char *local = alloc_touched(maxsz);
+    double target = quick ? 0.02 : 0.08;
+    double v[32];
+    for (int w = 0; w < 2; w++) {
+        if (!(w ? do_write : do_read))
+            continue;
+        const char *name = w ? "cma_write" : "cma_read";
+        int err = cma_xfer(pid, w, local, remote, 4096);
+        if (err) {
+            unavailable(name, cma_why(err));
+            continue;
+        }
+        for (size_t i = 0; i < NBW; i++) {
+            size_t sz = bw_sizes[i];
+            double t0 = now();
+            cma_xfer(pid, w, local, remote, sz);
+            long n = count_for(now() - t0, target, 2, 1000000);
+            for (int r = 0; r < reps; r++) {
+                t0 = now();
+                for (long k = 0; k < n; k++)
+                    if ((err = cma_xfer(pid, w, local, remote, sz)))
+                        break;
+                if (err)
+                    break;
+                v[r] = (double)sz * (double)n / (now() - t0) / 1e6;
+            }
+            if (err) {
+                unavailable(name, cma_why(err));
+                break;
+            }
+            record(name, sz, v, reps, "MB/s",
+                   w ? "parent writes child's buffer, one copy" : "parent reads child's buffer, one copy");
+        }
+    }
+    close(go[1]);
+    waitpid(pid, NULL, 0);
+    munmap(local, maxsz);
+    munmap(remote, maxsz);
+}
+
+/* ------------------------------------------------------------ cache-line ping-pong */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+static void bench_shm_pingpong(void)
+{
+    if (!wanted("shm_pingpong"))
+        return;
+    if (ncpus < 2) {
+        unavailable("shm_pingpong", "fewer than 2 cpus: two spinning processes would share one core");
+        return;
+    }
+    /* the line: a counter; the parent moves it from even to odd, the child
+     * from odd to even; each move is one one-way trip of the line */
+    volatile uint64_t *line = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (line == MAP_FAILED)
+        die("mmap");
+    long trips = quick ? 200000 : 1000000; /* per repetition, both directions */
+    long total = trips * (reps + 1);       /* +1: warm-up */
+    *line = 0;
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        pin_to(1);
+        for (uint64_t k = 1; k < (uint64_t)total; k += 2) {
+            while (__atomic_load_n(line, __ATOMIC_ACQUIRE) != k)
+                cpu_relax();
+            __atomic_store_n(line, k + 1, __ATOMIC_RELEASE);
+        }
+        _exit(0);
+    }
+    int pinned = pin_to(0);
+    double v[32];
+    uint64_t k = 0;
+    for (int r = -1; r < reps; r++) {
+        double t0 = now();
+        for (long i = 0; i < trips; i += 2) {
+            __atomic_store_n(line, k + 1, __ATOMIC_RELEASE);
+            while (__atomic_load_n(line, __ATOMIC_ACQUIRE) != k + 2)
+                cpu_relax();
+            k += 2;
+        }
+        if (r >= 0)
+            v[r] = (now() - t0) / (double)trips * 1e9;
+    }
+    waitpid(pid, NULL, 0);
+    munmap((void *)line, 4096);
+    char note[96];
+    snprintf(note, sizeof(note), "one-way, spinning, %s, %d-cpu machine",
+             pinned ? "pinned to cpus 0 and 1" : "unpinned", ncpus);
+    record("shm_pingpong", 64, v, reps, "ns", note);
+}
+
+/* ------------------------------------------------------------ loopback TCP */
+
+static void tcp_tune(int fd, int bufs)
+{
+    int one = 1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+        die("setsockopt TCP_NODELAY");
+    if (bufs) {
+        int sz = 4 * (int)MIB;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    }
+}
+
+static int full_io(int fd, void *buf, size_t len, int wr)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = wr ? write(fd, (char *)buf + done, len - done)
+                       : read(fd, (char *)buf + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* A connected pair of loopback TCP sockets: *a in this process, *b for the child. */
+static void tcp_pair(int *a, int *b, int bufs)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    if (l < 0)
+        die("socket");
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    if (bufs) {
+        int sz = 4 * (int)MIB; /* set before listen so the accepted socket inherits it */
+        setsockopt(l, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+        setsockopt(l, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    }
+    if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 1) ||
+        getsockname(l, (struct sockaddr *)&sa, &sl))
+        die("bind/listen");
+    *b = socket(AF_INET, SOCK_STREAM, 0);
+    if (*b < 0)
+        die("socket");
+    if (bufs) {
+        int sz = 4 * (int)MIB;
+        setsockopt(*b, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+        setsockopt(*b, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    }
+    if (connect(*b, (struct sockaddr *)&sa, sizeof(sa)))
+        die("connect");
+    *a = accept(l, NULL, NULL);
+    if (*a < 0)
+        die("accept");
+    close(l);
+    tcp_tune(*a, bufs);
+    tcp_tune(*b, bufs);
+}
+
+/* Busy-polling receive of exactly len bytes (what MPI libraries do). */
+static int spin_read(int fd, void *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
+        if (n > 0)
+            done += (size_t)n;
+        else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return -1;
+    }
+    return 0;
+}
+
+/* One-way latency of a 1-byte ping-pong; spin: poll the socket without
+ * sleeping (the best case, as MPI libraries do) instead of blocking in read. */
+static void tcp_lat(const char *name, int spin)
+{
+    if (!wanted(name))
+        return;
+    int a, b;
+    tcp_pair(&a, &b, 0);
+    long trips = quick ? 5000 : 20000; /* round trips per repetition */
+    long total = trips * (reps + 1);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(a);
+        pin_to(1);
+        char c;
+        for (long i = 0; i < total; i++)
+            if ((spin ? spin_read(b, &c, 1) : full_io(b, &c, 1, 0)) || full_io(b, &c, 1, 1))
+                _exit(1);
+        _exit(0);
+    }
+    close(b);
+    pin_to(0);
+    double v[32];
+    char c = 'x';
+    for (int r = -1; r < reps; r++) {
+        double t0 = now();
+        for (long i = 0; i < trips; i++)
+            if (full_io(a, &c, 1, 1) || (spin ? spin_read(a, &c, 1) : full_io(a, &c, 1, 0)))
+                die("tcp ping-pong");
+        if (r >= 0)
+            v[r] = (now() - t0) / (double)trips / 2 * 1e6;
+    }
+    close(a);
+    waitpid(pid, NULL, 0);
+    record(name, 1, v, reps, "us",
+           spin ? "one-way, 1-byte ping-pong, TCP_NODELAY, loopback, busy-polling recv"
+                : "one-way, 1-byte ping-pong, TCP_NODELAY, loopback, blocking read");
+}
+
+static void bench_tcp_bw(void)
+{
+    if (!wanted("tcp_bw"))
+        return;
+    const size_t chunk = 64 * KIB;
+    size_t per_rep = quick ? 256 * MIB : 1024 * MIB;
+    int a, b;
+    tcp_pair(&a, &b, 1);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) { /* receiver: drain each repetition, then acknowledge */
+        close(a);
+        pin_to(1);
+        char *buf = alloc_touched(chunk);
+        for (int r = -1; r < reps; r++) {
+            for (size_t got = 0; got < per_rep;) {
+                ssize_t n = read(b, buf, chunk);
+                if (n <= 0)
+                    _exit(1);
+                got += (size_t)n;
+            }
+            char c = 1;
+            if (full_io(b, &c, 1, 1))
+                _exit(1);
+        }
+        _exit(0);
+    }
+    close(b);
+    pin_to(0);
+    char *buf = alloc_touched(chunk);
+    double v[32];
+    for (int r = -1; r < reps; r++) {
+        double t0 = now();
+        for (size_t sent = 0; sent < per_rep; sent += chunk)
+            if (full_io(a, buf, chunk, 1))
+                die("tcp stream");
+        char c;
+        if (full_io(a, &c, 1, 0))
+            die("tcp stream ack");
+        if (r >= 0)
+            v[r] = (double)per_rep / (now() - t0) / 1e6;
+    }
+    close(a);
+    waitpid(pid, NULL, 0);
+    record("tcp_bw", chunk, v, reps, "MB/s", "64 KiB writes, 4 MiB socket buffers, loopback");
+}
+
+/* ------------------------------------------------------------ main */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: limits [--quick] [--reps N] [--only NAME[,NAME...]]\n"
+               "names (or prefixes): memcpy_hot memcpy_cold cma_read cma_write shm_pingpong "
+               "tcp_lat tcp_lat_block tcp_bw\n");
+}
+
+static void human_size(size_t s, char *out, size_t n)
+{
+    if (s >= MIB && s % MIB == 0)
+        snprintf(out, n, "%zu MiB", s / MIB);
+    else if (s >= KIB && s % KIB == 0)
+        snprintf(out, n, "%zu KiB", s / KIB);
+    else
+        snprintf(out, n, "%zu B", s);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) {
+            quick = 1;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = argv[++i];
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            reps = atoi(argv[++i]);
+            if (reps < 1 || reps > 31) {
+                fprintf(stderr, "limits: --reps must be 1..31\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (quick && reps == 5)
+        reps = 3;
+    signal(SIGPIPE, SIG_IGN);
+    cpu_set_t set;
+    ncpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    printf("# limits: %d cpus usable, %d repetitions each, median reported%s\n", ncpus, reps,
+           quick ? " (quick)" : "");
+    fflush(stdout);
+
+    bench_memcpy();
+    bench_cma();
+    bench_shm_pingpong();
+    tcp_lat("tcp_lat", 1);
+    tcp_lat("tcp_lat_block", 0);
+    bench_tcp_bw();
+
+    printf("\n%-13s %8s %12s %12s %12s %-6s  %s\n", "limit", "size", "median", "min", "max",
+           "unit", "how");
+    for (int i = 0; i < nrows; i++) {
+        struct row *r = &rows[i];
+        if (r->value < 0) {
+            printf("%-13s %8s %12s %12s %12s %-6s  %s\n", r->name, "-", "-", "-", "-", "-", r->note);
+            continue;
+        }
+        char hs[32], b1[32], b2[32], b3[32];
+        human_size(r->size, hs, sizeof(hs));
+        printf("%-13s %8s %12s %12s %12s %-6s  %s\n", r->name, hs, fmt(r->value, b1, 32),
+               fmt(r->min, b2, 32), fmt(r->max, b3, 32), r->unit, r->note);
+    }
+    if (ncpus <= 2)
+        printf("note: this machine has %d cpu(s); two spinning processes occupy all of them, so "
+               "anything else running disturbs the latency numbers\n", ncpus);
+    return 0;
+}

@@ -1,0 +1,39 @@
+# Benchmarks (bench/): built into $(BUILD)/bench/ as part of `make all`;
+# `make bench` runs bench/compare (knit side by side with the other MPIs
+# found on the machine).  See docs/benchmarks.md.
+#
+#   make bench                       full comparison (BENCH_ARGS adds options)
+#   make bench BENCH_ARGS=--quick    the reduced sweep, under 2 minutes
+#
+# The programs use bench/bp.h; here they are linked with bp_knit.c (knit's
+# native API).  bench/compare builds the same sources with each MPI's mpicc.
+
+BENCH_PROGS  := pingpong bw bibw
+BENCH_BINS   := $(BENCH_PROGS:%=$(BUILD)/bench/%)
+BENCH_LIMITS := $(BUILD)/bench/limits
+BENCH_OBJS   := $(BUILD)/obj/bench/common.o $(BUILD)/obj/bench/bp_knit.o
+
+# The knit programs join `all` once the p2p engine defines knit_isend, so
+# that `make all` keeps working while it is being written (BENCH_KNIT=1
+# forces them).  limits needs nothing from knit and is always built.
+BENCH_KNIT ?= $(if $(shell grep -ls '^knit_status_t knit_isend' src/*/*.c 2>/dev/null),1,0)
+
+$(BENCH_BINS): $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_OBJS) $(LIBKNIT_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_OBJS) $(LIBKNIT_A) $(LIBS)
+
+$(BENCH_LIMITS): $(BUILD)/obj/bench/limits.o
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $<
+
+ALL_TARGETS += $(BENCH_LIMITS)
+ifeq ($(BENCH_KNIT),1)
+ALL_TARGETS += $(BENCH_BINS)
+endif
+
+.PHONY: bench-progs
+bench-progs: $(BENCH_BINS) $(BENCH_LIMITS)
+
+BENCH_ARGS ?=
+bench: all
+	$(Q)python3 bench/compare --build $(BUILD) $(BENCH_ARGS)

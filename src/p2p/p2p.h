@@ -1,0 +1,73 @@
+/*
+ * Point-to-point engine: MPI matching, requests, the protocol ladder
+ * (inline, eager, rendezvous by push or pull or pipelined copy), credits
+ * and waiting.  Transports are reached through the kn_tl_t ops table; the
+ * choice of transport per peer is made in one place (kn_p2p_tl_of).
+ */
+#ifndef KN_P2P_P2P_H
+#define KN_P2P_P2P_H
+
+#include "knit.h"
+#include "tl/tl.h"
+
+typedef struct kn_p2p kn_p2p_t;
+
+typedef struct kn_p2p_params {
+    int rank, size;
+    const int *node_of;   /* [size] */
+    int node;
+    /* called on a fatal protocol error: ends the job, never returns */
+    void (*fatal)(void *arg, const char *msg);
+    void *fatal_arg;
+} kn_p2p_params_t;
+
+knit_status_t kn_p2p_create(const kn_p2p_params_t *p, kn_p2p_t **out);
+/* Give the engine a transport for a set of peers (ranks first..first+n-1). */
+void kn_p2p_set_tl(kn_p2p_t *p2p, kn_tl_t *tl, int first, int n);
+/* Called as each transport is created: the callback it must deliver to. */
+kn_tl_recv_cb_t kn_p2p_recv_cb(void);
+void kn_p2p_destroy(kn_p2p_t *p2p);
+
+/* One round of progress over every transport; returns events seen. */
+int kn_p2p_progress(kn_p2p_t *p2p);
+
+/* Wait until cond(arg): spin, then yield, then sleep in the transports. */
+void kn_p2p_wait(kn_p2p_t *p2p, int (*cond)(void *), void *arg);
+
+/* The thresholds in force (after clamping to what the transports allow). */
+typedef struct kn_p2p_limits {
+    size_t inline_max, eager_max, cma_min, bulk_chunk;
+    int wait_mode;         /* resolved: 1 spin, 2 yield, 3 block */
+    int oversubscribed;
+    int ncpus;
+} kn_p2p_limits_t;
+void kn_p2p_get_limits(const kn_p2p_t *p2p, kn_p2p_limits_t *l);
+
+/* Resolve KNIT_WAIT once the node's population is known. */
+void kn_p2p_set_wait(kn_p2p_t *p2p, int local_procs);
+
+/* The operations behind the knit_* point-to-point calls (the runtime core
+ * checks the context and forwards). */
+knit_status_t kn_p2p_isend(kn_p2p_t *p2p, const void *buf, size_t len, int peer, int tag, uint32_t comm,
+                           unsigned flags, knit_request_t **out);
+knit_status_t kn_p2p_irecv(kn_p2p_t *p2p, void *buf, size_t len, int peer, int tag, uint32_t comm,
+                           knit_request_t **out);
+/* remove: take the message off the queue into *msg (matched probe) */
+knit_status_t kn_p2p_iprobe(kn_p2p_t *p2p, int peer, int tag, uint32_t comm, int remove, int *flag,
+                            knit_message_t **msg, knit_msg_status_t *st);
+knit_status_t kn_p2p_probe(kn_p2p_t *p2p, int peer, int tag, uint32_t comm, knit_msg_status_t *st);
+knit_status_t kn_p2p_imrecv(kn_p2p_t *p2p, void *buf, size_t len, knit_message_t **msg,
+                            knit_request_t **out);
+
+/* One hook run inside every progress call (the collective schedules):
+ * returns the events it saw.  Not re-entered: progress called from inside
+ * the hook skips it.  NULL removes it. */
+void kn_p2p_set_progress_hook(kn_p2p_t *p2p, int (*hook)(void *), void *arg);
+
+/* Whether a request has completed (no progress, request stays alive). */
+int kn_p2p_request_done(const knit_request_t *r);
+
+/* Bytes of memory held by unexpected messages (for tests and knit-info). */
+size_t kn_p2p_unexpected_bytes(const kn_p2p_t *p2p);
+
+#endif

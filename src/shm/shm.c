@@ -1,0 +1,566 @@
+/*
+ * Shared-memory transport.
+ *
+ * Segment layout (one file per node, /dev/shm/knit-<jobid>-n<node>-p2p):
+ *   seg_hdr_t                     geometry, written by the creator
+ *   rank_area_t[n]                pid, doorbell, probe word of each rank
+ *   pair_t[n][n] (sender, receiver): control lines, ring of desc_t, slots
+ *
+ * Each pair is a single-producer single-consumer queue.  The producer
+ * writes a descriptor, then publishes it by storing seq = position + 1
+ * (release); the consumer polls the descriptor at its tail (acquire), so a
+ * poll touches one cache line per peer.  Free entries are the credits: the
+ * producer never writes past the consumer's published tail.  Eager payloads
+ * larger than the descriptor's inline area go through the pair's slots,
+ * used and released in order.
+ *
+ * Doorbell: a rank about to sleep sets "sleeping", re-checks its queues and
+ * futex-waits on its doorbell word; a producer (or a consumer that freed
+ * credits) that sees "sleeping" after its publish bumps the doorbell and
+ * wakes it.  Both sides order their store and load with a full fence, so
+ * no wake-up is lost.
+ */
+#include "shm/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/compiler.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define SEG_MAGIC 0x6b6e697473686d31ull /* "knitshm1" */
+#define SEG_VERSION 1
+#define DESC_INLINE 28
+#define DESC_F_SLOT 0x1
+#define PROBE_VALUE 0x70726f6265636d61ull
+
+typedef struct seg_hdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t nranks;
+    uint64_t size;
+    uint32_t ring_entries;
+    uint32_t slots;
+    uint64_t slot_size;
+    uint64_t pair_size;
+    uint64_t pairs_offset;
+    _Atomic uint32_t ready; /* creator finished initializing */
+    uint32_t reserved[7];
+} seg_hdr_t;
+
+typedef struct rank_area {
+    _Alignas(KN_CACHELINE) _Atomic int32_t pid;
+    uint64_t probe_addr;        /* address of a word holding PROBE_VALUE */
+    _Alignas(KN_CACHELINE) _Atomic uint32_t sleeping;
+    _Atomic uint32_t doorbell;
+} rank_area_t;
+
+typedef struct desc {
+    _Atomic uint32_t seq;       /* position + 1 once published */
+    uint16_t plen;              /* inline payload length */
+    uint16_t flags;             /* DESC_F_SLOT: payload in the next slot */
+    kn_pkt_hdr_t hdr;
+    uint32_t slot_len;          /* payload length when in a slot */
+    uint8_t data[DESC_INLINE];
+} desc_t;
+_Static_assert(sizeof(desc_t) == KN_CACHELINE, "a descriptor is one cache line");
+
+typedef struct pair_ctl {
+    _Alignas(KN_CACHELINE) _Atomic uint64_t tail;      /* consumer: next entry to read */
+    _Alignas(KN_CACHELINE) _Atomic uint64_t slot_tail; /* consumer: slots released */
+} pair_ctl_t;
+
+/* Process-local state of one pair, producer and consumer halves. */
+typedef struct pair_local {
+    pair_ctl_t *ctl;
+    desc_t *ring;
+    char *slots;
+    uint64_t head, cached_tail;           /* producer */
+    uint64_t slot_head, cached_slot_tail; /* producer */
+    uint64_t tail, slot_tail;             /* consumer */
+    int blocked;                          /* producer: last send found no credit */
+} pair_local_t;
+
+typedef struct shm_tl {
+    kn_tl_t base;
+    kn_shm_params_t p;
+    void *seg;
+    size_t seg_size;
+    seg_hdr_t *hdr;
+    rank_area_t *areas;
+    pair_local_t *out; /* [local_size]: me -> peer */
+    pair_local_t *in;  /* [local_size]: peer -> me */
+    unsigned ring_entries, slots;
+    size_t slot_size;
+    unsigned char *rma_ok; /* [local_size] */
+    char mech[256];
+    int unlinked;
+} shm_tl_t;
+
+static volatile uint64_t probe_word = PROBE_VALUE;
+
+void kn_shm_segment_name(char *buf, size_t len, const char *jobid, int node)
+{
+    snprintf(buf, len, "/knit-%s-n%d-p2p", jobid, node);
+}
+
+static size_t pair_size(unsigned ring_entries, unsigned slots, size_t slot_size)
+{
+    return KN_ALIGN_UP(sizeof(pair_ctl_t) + (size_t)ring_entries * sizeof(desc_t), 4096) +
+           (size_t)slots * slot_size;
+}
+
+static size_t seg_layout(unsigned n, unsigned ring, unsigned slots, size_t slot_size, size_t *pairs_off)
+{
+    size_t off = KN_ALIGN_UP(sizeof(seg_hdr_t), KN_CACHELINE) + (size_t)n * sizeof(rank_area_t);
+    off = KN_ALIGN_UP(off, 4096);
+    *pairs_off = off;
+    return off + (size_t)n * n * pair_size(ring, slots, slot_size);
+}
+
+static int check_params(const kn_shm_params_t *p)
+{
+    if (p->ring_entries < 2 || p->ring_entries > (1u << 16) || (p->ring_entries & (p->ring_entries - 1))) {
+        kn_error("KNIT_SHM_RING: %u is not a power of two between 2 and 65536", p->ring_entries);
+        return -1;
+    }
+    if (p->slots < 1 || p->slots > 4096) {
+        kn_error("KNIT_SHM_SLOTS: %u is not between 1 and 4096", p->slots);
+        return -1;
+    }
+    if (p->slot_size < 256 || p->slot_size > (16u << 20) || p->slot_size % 64) {
+        kn_error("KNIT_SHM_SLOT_SIZE: %zu is not a multiple of 64 between 256 and 16m", p->slot_size);
+        return -1;
+    }
+    return 0;
+}
+
+knit_status_t kn_shm_create(const kn_shm_params_t *p)
+{
+    if (check_params(p) < 0)
+        return KNIT_ERR_INVAL;
+    char name[128];
+    kn_shm_segment_name(name, sizeof(name), p->jobid, p->node);
+    size_t pairs_off;
+    size_t size = seg_layout((unsigned)p->local_size, p->ring_entries, p->slots, p->slot_size, &pairs_off);
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        kn_error("shm_open %s: %m", name);
+        return KNIT_ERR_IO;
+    }
+    if (ftruncate(fd, (off_t)size) < 0) {
+        kn_error("ftruncate %s to %zu bytes: %m", name, size);
+        goto err;
+    }
+    seg_hdr_t *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED) {
+        kn_error("mmap %s: %m", name);
+        goto err;
+    }
+    h->magic = SEG_MAGIC;
+    h->version = SEG_VERSION;
+    h->nranks = (uint32_t)p->local_size;
+    h->size = size;
+    h->ring_entries = p->ring_entries;
+    h->slots = p->slots;
+    h->slot_size = p->slot_size;
+    h->pair_size = pair_size(p->ring_entries, p->slots, p->slot_size);
+    h->pairs_offset = pairs_off;
+    atomic_store_explicit(&h->ready, 1, memory_order_release);
+    munmap(h, sizeof(*h));
+    close(fd);
+    return KNIT_OK;
+err:
+    close(fd);
+    shm_unlink(name);
+    return KNIT_ERR_IO;
+}
+
+static inline shm_tl_t *shm_of(kn_tl_t *tl)
+{
+    return (shm_tl_t *)tl;
+}
+
+static inline int local_index(shm_tl_t *s, int rank)
+{
+    return rank - s->p.first_rank;
+}
+
+static void doorbell_ring(rank_area_t *a)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (kn_unlikely(atomic_load_explicit(&a->sleeping, memory_order_relaxed))) {
+        atomic_fetch_add_explicit(&a->doorbell, 1, memory_order_release);
+        syscall(SYS_futex, &a->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+    }
+}
+
+static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, const void *payload,
+                              size_t len)
+{
+    shm_tl_t *s = shm_of(tl);
+    int li = local_index(s, peer);
+    pair_local_t *q = &s->out[li];
+    if (kn_unlikely(q->head - q->cached_tail >= s->ring_entries)) {
+        q->cached_tail = atomic_load_explicit(&q->ctl->tail, memory_order_acquire);
+        if (q->head - q->cached_tail >= s->ring_entries) {
+            q->blocked = 1;
+            return KNIT_ERR_AGAIN;
+        }
+    }
+    int in_slot = len > DESC_INLINE;
+    if (in_slot) {
+        if (kn_unlikely(len > s->slot_size))
+            return KNIT_ERR_INVAL;
+        if (q->slot_head - q->cached_slot_tail >= s->slots) {
+            q->cached_slot_tail = atomic_load_explicit(&q->ctl->slot_tail, memory_order_acquire);
+            if (q->slot_head - q->cached_slot_tail >= s->slots) {
+                q->blocked = 1;
+                return KNIT_ERR_AGAIN;
+            }
+        }
+    }
+    desc_t *d = &q->ring[q->head & (s->ring_entries - 1)];
+    d->hdr = *hdr;
+    d->plen = (uint16_t)(in_slot ? 0 : len);
+    d->flags = in_slot ? DESC_F_SLOT : 0;
+    if (in_slot) {
+        char *slot = q->slots + (q->slot_head % s->slots) * s->slot_size;
+        memcpy(slot, payload, len);
+        d->slot_len = (uint32_t)len;
+        q->slot_head++;
+    } else if (len) {
+        memcpy(d->data, payload, len);
+    }
+    atomic_store_explicit(&d->seq, (uint32_t)(q->head + 1), memory_order_release);
+    q->head++;
+    q->blocked = 0;
+    doorbell_ring(&s->areas[li]);
+    return KNIT_OK;
+}
+
+static int shm_progress(kn_tl_t *tl)
+{
+    shm_tl_t *s = shm_of(tl);
+    int events = 0;
+    for (int li = 0; li < s->p.local_size; li++) {
+        if (li == s->p.local_rank)
+            continue;
+        pair_local_t *q = &s->in[li];
+        int got = 0;
+        for (;;) {
+            desc_t *d = &q->ring[q->tail & (s->ring_entries - 1)];
+            if (atomic_load_explicit(&d->seq, memory_order_acquire) != (uint32_t)(q->tail + 1))
+                break;
+            const void *payload = d->data;
+            size_t len = d->plen;
+            if (d->flags & DESC_F_SLOT) {
+                payload = q->slots + (q->slot_tail % s->slots) * s->slot_size;
+                len = d->slot_len;
+                if (len > s->slot_size)
+                    len = s->slot_size; /* cannot happen unless the segment was scribbled on */
+            }
+            kn_pkt_hdr_t hdr = d->hdr;
+            tl->recv_cb(tl->cb_arg, s->p.first_rank + li, &hdr, payload, len);
+            if (d->flags & DESC_F_SLOT) {
+                q->slot_tail++;
+                atomic_store_explicit(&q->ctl->slot_tail, q->slot_tail, memory_order_release);
+            }
+            q->tail++;
+            atomic_store_explicit(&q->ctl->tail, q->tail, memory_order_release);
+            got++;
+            if (got >= (int)s->ring_entries)
+                break; /* let other peers have a turn */
+        }
+        if (got) {
+            events += got;
+            doorbell_ring(&s->areas[li]); /* the producer may wait for credits */
+        }
+    }
+    return events;
+}
+
+/* Something to do: a packet arrived, or credits came back to a queue whose
+ * last send found none. */
+static int shm_pending(shm_tl_t *s)
+{
+    for (int li = 0; li < s->p.local_size; li++) {
+        if (li == s->p.local_rank)
+            continue;
+        pair_local_t *o = &s->out[li];
+        if (o->blocked && (o->head - atomic_load_explicit(&o->ctl->tail, memory_order_acquire) < s->ring_entries) &&
+            (o->slot_head - atomic_load_explicit(&o->ctl->slot_tail, memory_order_acquire) < s->slots))
+            return 1;
+        pair_local_t *q = &s->in[li];
+        desc_t *d = &q->ring[q->tail & (s->ring_entries - 1)];
+        if (atomic_load_explicit(&d->seq, memory_order_acquire) == (uint32_t)(q->tail + 1))
+            return 1;
+    }
+    return 0;
+}
+
+static void shm_sleep(kn_tl_t *tl, uint64_t timeout_ns)
+{
+    shm_tl_t *s = shm_of(tl);
+    rank_area_t *me = &s->areas[s->p.local_rank];
+    uint32_t bell = atomic_load_explicit(&me->doorbell, memory_order_acquire);
+    atomic_store_explicit(&me->sleeping, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!shm_pending(s)) {
+        struct timespec ts = {(time_t)(timeout_ns / KN_NSEC_PER_SEC), (long)(timeout_ns % KN_NSEC_PER_SEC)};
+        syscall(SYS_futex, &me->doorbell, FUTEX_WAIT, bell, &ts, NULL, 0);
+    }
+    atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
+}
+
+static unsigned shm_caps(kn_tl_t *tl, int peer)
+{
+    shm_tl_t *s = shm_of(tl);
+    return s->rma_ok[local_index(s, peer)] ? KN_TL_CAP_RMA : 0;
+}
+
+/* One full copy by cross-memory attach (the kernel may stop short). */
+static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, uint64_t raddr, int write)
+{
+    pid_t pid = atomic_load_explicit(&s->areas[local_index(s, peer)].pid, memory_order_relaxed);
+    size_t done = 0;
+    while (done < len) {
+        struct iovec l = {(char *)local + done, len - done};
+        struct iovec r = {(void *)(uintptr_t)(raddr + done), len - done};
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            kn_error("%s rank %d (pid %d), %zu bytes: %m",
+                     write ? "process_vm_writev to" : "process_vm_readv from", peer, (int)pid, len - done);
+            return errno == ESRCH ? KNIT_ERR_PEER : KNIT_ERR_IO;
+        }
+        done += (size_t)n;
+    }
+    return KNIT_OK;
+}
+
+static knit_status_t shm_get(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr, uint64_t rkey,
+                             kn_tl_comp_t *comp)
+{
+    (void)rkey, (void)comp;
+    return cma_copy(shm_of(tl), peer, local, len, raddr, 0);
+}
+
+static knit_status_t shm_put(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
+                             uint64_t rkey, kn_tl_comp_t *comp)
+{
+    (void)rkey, (void)comp;
+    return cma_copy(shm_of(tl), peer, (void *)local, len, raddr, 1);
+}
+
+static void shm_destroy(kn_tl_t *tl)
+{
+    shm_tl_t *s = shm_of(tl);
+    if (!s->unlinked && s->p.local_rank == 0) {
+        char name[128];
+        kn_shm_segment_name(name, sizeof(name), s->p.jobid, s->p.node);
+        shm_unlink(name);
+    }
+    munmap(s->seg, s->seg_size);
+    free(s->out);
+    free(s->in);
+    free(s->rma_ok);
+    free(s);
+}
+
+static const kn_tl_ops_t shm_ops = {
+    .name = "shm",
+    .send = shm_send,
+    .progress = shm_progress,
+    .caps = shm_caps,
+    .get = shm_get,
+    .put = shm_put,
+    .sleep = shm_sleep,
+    .destroy = shm_destroy,
+};
+
+static void pair_setup(shm_tl_t *s, pair_local_t *q, int sender, int receiver)
+{
+    char *base = (char *)s->seg + s->hdr->pairs_offset +
+                 ((size_t)sender * (size_t)s->p.local_size + (size_t)receiver) * s->hdr->pair_size;
+    memset(q, 0, sizeof(*q));
+    q->ctl = (pair_ctl_t *)base;
+    q->ring = (desc_t *)(base + sizeof(pair_ctl_t));
+    q->slots = base + KN_ALIGN_UP(sizeof(pair_ctl_t) + (size_t)s->ring_entries * sizeof(desc_t), 4096);
+}
+
+knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *cb_arg, kn_tl_t **out)
+{
+    char name[128];
+    kn_shm_segment_name(name, sizeof(name), p->jobid, p->node);
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        kn_error("shm_open %s: %m (was it created by local rank 0?)", name);
+        return KNIT_ERR_IO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(seg_hdr_t)) {
+        kn_error("node segment %s is too small or unreadable", name);
+        close(fd);
+        return KNIT_ERR_PROTO;
+    }
+    void *seg = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (seg == MAP_FAILED) {
+        kn_error("mmap %s (%lld bytes): %m", name, (long long)st.st_size);
+        return KNIT_ERR_IO;
+    }
+    seg_hdr_t *h = seg;
+    size_t pairs_off;
+    if (!atomic_load_explicit(&h->ready, memory_order_acquire) || h->magic != SEG_MAGIC ||
+        h->version != SEG_VERSION || h->nranks != (uint32_t)p->local_size ||
+        h->size != (uint64_t)st.st_size ||
+        h->size != seg_layout(h->nranks, h->ring_entries, h->slots, h->slot_size, &pairs_off) ||
+        h->pairs_offset != pairs_off) {
+        kn_error("node segment %s has an unexpected layout (another job's file?)", name);
+        munmap(seg, (size_t)st.st_size);
+        return KNIT_ERR_PROTO;
+    }
+    shm_tl_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        goto nomem;
+    s->p = *p;
+    s->seg = seg;
+    s->seg_size = (size_t)st.st_size;
+    s->hdr = h;
+    s->areas = (rank_area_t *)((char *)seg + KN_ALIGN_UP(sizeof(seg_hdr_t), KN_CACHELINE));
+    s->ring_entries = h->ring_entries;
+    s->slots = h->slots;
+    s->slot_size = h->slot_size;
+    s->out = calloc((size_t)p->local_size, sizeof(pair_local_t));
+    s->in = calloc((size_t)p->local_size, sizeof(pair_local_t));
+    s->rma_ok = calloc((size_t)p->local_size, 1);
+    if (!s->out || !s->in || !s->rma_ok)
+        goto nomem;
+    for (int li = 0; li < p->local_size; li++) {
+        pair_setup(s, &s->out[li], p->local_rank, li);
+        pair_setup(s, &s->in[li], li, p->local_rank);
+    }
+    rank_area_t *me = &s->areas[p->local_rank];
+    me->probe_addr = (uint64_t)(uintptr_t)&probe_word;
+    atomic_store_explicit(&me->pid, (int32_t)getpid(), memory_order_release);
+    s->base.ops = &shm_ops;
+    s->base.max_inline = DESC_INLINE;
+    s->base.max_payload = s->slot_size;
+    s->base.bulk_inflight = 1;
+    s->base.recv_cb = cb;
+    s->base.cb_arg = cb_arg;
+    *out = &s->base;
+    return KNIT_OK;
+nomem:
+    if (s) {
+        free(s->out);
+        free(s->in);
+        free(s->rma_ok);
+        free(s);
+    }
+    munmap(seg, (size_t)st.st_size);
+    return KNIT_ERR_NOMEM;
+}
+
+knit_status_t kn_shm_ready(kn_tl_t *tl)
+{
+    shm_tl_t *s = shm_of(tl);
+    if (s->p.local_rank == 0) {
+        char name[128];
+        kn_shm_segment_name(name, sizeof(name), s->p.jobid, s->p.node);
+        if (shm_unlink(name) == 0)
+            s->unlinked = 1;
+    }
+    if (s->p.cma_mode == 2) {
+        snprintf(s->mech, sizeof(s->mech), "pipelined copy (KNIT_CMA=off)");
+        return KNIT_OK;
+    }
+    int failures = 0, first_errno = 0;
+    for (int li = 0; li < s->p.local_size; li++) {
+        if (li == s->p.local_rank)
+            continue;
+        rank_area_t *a = &s->areas[li];
+        uint64_t v = 0;
+        struct iovec l = {&v, sizeof(v)}, r = {(void *)(uintptr_t)a->probe_addr, sizeof(v)};
+        pid_t pid = atomic_load_explicit(&a->pid, memory_order_acquire);
+        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n == (ssize_t)sizeof(v) && v == PROBE_VALUE) {
+            /* write permission is the same ptrace check as read */
+            s->rma_ok[li] = 1;
+        } else {
+            if (!first_errno)
+                first_errno = n < 0 ? errno : EIO;
+            failures++;
+        }
+    }
+    if (!failures) {
+        snprintf(s->mech, sizeof(s->mech), "cross-memory attach (process_vm_readv/writev)");
+        return KNIT_OK;
+    }
+    snprintf(s->mech, sizeof(s->mech), "pipelined copy (cross-memory attach failed: %s)",
+             strerror(first_errno));
+    if (s->p.cma_mode == 1) {
+        kn_error("KNIT_CMA=on but cross-memory attach to %d local peer(s) failed: %s", failures,
+                 strerror(first_errno));
+        return KNIT_ERR_IO;
+    }
+    if (s->p.local_rank == 0)
+        kn_warn("cross-memory attach unavailable (process_vm_readv: %s); large messages use the "
+                "slower pipelined copy. Fix: allow ptrace between the job's processes "
+                "(sysctl kernel.yama.ptrace_scope=0, or run the container with CAP_SYS_PTRACE / "
+                "a seccomp profile that allows process_vm_readv); KNIT_CMA=off silences this",
+                strerror(first_errno));
+    return KNIT_OK;
+}
+
+const char *kn_shm_bulk_mechanism(kn_tl_t *tl)
+{
+    return shm_of(tl)->mech;
+}
+
+int kn_shm_cma_probe(char *why, size_t len)
+{
+    int pfd[2];
+    if (pipe(pfd) < 0) {
+        snprintf(why, len, "pipe: %s", strerror(errno));
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, len, "fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        char c;
+        close(pfd[1]);
+        ssize_t r = read(pfd[0], &c, 1); /* until the parent is done */
+        _exit(r < 0);
+    }
+    close(pfd[0]);
+    uint64_t v = 0;
+    struct iovec l = {&v, sizeof(v)}, r = {(void *)&probe_word, sizeof(v)};
+    ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    int ok = n == (ssize_t)sizeof(v) && v == PROBE_VALUE;
+    if (!ok)
+        snprintf(why, len, "process_vm_readv: %s", n < 0 ? strerror(errno) : "short read");
+    else
+        snprintf(why, len, "works");
+    close(pfd[1]);
+    int status;
+    waitpid(pid, &status, 0);
+    return ok;
+}

@@ -1,0 +1,123 @@
+/*
+ * The transport interface: one narrow ops table that every transport (shm,
+ * net, self) fills, and the packet header the p2p layer puts on the wire.
+ *
+ * A transport moves two things:
+ *   packets  a 24-byte header plus up to max_payload bytes, delivered in
+ *            order per sender to the recv callback;
+ *   bulk     rendezvous data: get (read peer memory into a local buffer)
+ *            and put (write local data into peer memory), for transports
+ *            with KN_TL_CAP_RMA to a given peer.
+ * Dependencies: transports include util and this header, never p2p.
+ */
+#ifndef KN_TL_TL_H
+#define KN_TL_TL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "knit.h"
+
+/* Packet types of the p2p protocol (see docs/protocols.md). */
+enum kn_pkt_type {
+    KN_PKT_INLINE = 1,  /* message, payload in the packet (≤ max_inline) */
+    KN_PKT_EAGER,       /* message, payload in the packet (≤ max_payload) */
+    KN_PKT_RTS,         /* message, rendezvous: body kn_pkt_rts_t */
+    KN_PKT_PUSHED,      /* message already written into an announced receive: body kn_pkt_ids_t */
+    KN_PKT_RTR,         /* receiver announces a posted receive: body kn_pkt_rtr_t */
+    KN_PKT_CTS,         /* receiver matched an RTS, send DATA packets: body kn_pkt_ids_t */
+    KN_PKT_DATA,        /* pipelined rendezvous data: hdr.len = offset, the receive's
+                         * id in hdr.seq (high half) and hdr.comm (low half); body: bytes */
+    KN_PKT_FIN,         /* receiver finished reading the sender's buffer: body kn_pkt_ids_t */
+    KN_PKT_REVOKE,      /* receiver cancels an announced receive: body kn_pkt_ids_t */
+    KN_PKT_REVOKE_ACK,  /* sender forgot the announcement: body kn_pkt_ids_t */
+    KN_PKT_TYPE_MAX
+};
+
+
+/* 24 bytes, fixed width, validated on receipt. */
+typedef struct kn_pkt_hdr {
+    uint8_t type;
+    uint8_t flags;
+    uint16_t reserved;
+    uint32_t comm;
+    int32_t tag;
+    uint32_t seq;       /* message number from this sender (messages only) */
+    uint64_t len;       /* message length (DATA: offset of this piece) */
+} kn_pkt_hdr_t;
+_Static_assert(sizeof(kn_pkt_hdr_t) == 24, "packet header is 24 bytes");
+
+typedef struct kn_pkt_rts {
+    uint64_t sreq;      /* sender's request id */
+    uint64_t addr;      /* sender's buffer */
+    uint64_t rkey;      /* transport key of the buffer (0 for shm) */
+} kn_pkt_rts_t;
+
+typedef struct kn_pkt_rtr {
+    uint64_t rreq;      /* receiver's request id */
+    uint64_t addr;      /* receive buffer */
+    uint64_t cap;       /* its capacity */
+    uint64_t rkey;      /* transport key of the buffer; left off (24-byte
+                         * body) when the transport needs none */
+    /* hdr.comm/tag: the receive's envelope (tag may be KNIT_ANY_TAG);
+     * hdr.seq: first message number the announcement may match */
+} kn_pkt_rtr_t;
+
+typedef struct kn_pkt_ids {
+    uint64_t sreq;
+    uint64_t rreq;
+} kn_pkt_ids_t;
+
+typedef struct kn_tl kn_tl_t;
+
+/* Completion of an asynchronous bulk copy. */
+typedef struct kn_tl_comp {
+    void (*cb)(struct kn_tl_comp *comp, knit_status_t status);
+} kn_tl_comp_t;
+
+/* Called by progress for every packet that arrives; payload is valid only
+ * during the call. */
+typedef void (*kn_tl_recv_cb_t)(void *arg, int src, const kn_pkt_hdr_t *hdr,
+                                const void *payload, size_t len);
+
+#define KN_TL_CAP_RMA 0x1 /* get/put work to this peer */
+
+typedef struct kn_tl_ops {
+    const char *name;
+    /* Queue one packet for peer.  KNIT_ERR_AGAIN: no credit now (progress
+     * and retry); nothing was sent. */
+    knit_status_t (*send)(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr,
+                          const void *payload, size_t len);
+    /* Deliver arrived packets; returns how many things happened (0 = idle). */
+    int (*progress)(kn_tl_t *tl);
+    /* Peer capabilities (KN_TL_CAP_*). */
+    unsigned (*caps)(kn_tl_t *tl, int peer);
+    /* Bulk copies between local memory and a peer's (rkey from the peer's
+     * mem_reg).  KNIT_OK: done on return; KNIT_INPROGRESS: comp->cb is
+     * called from a later progress; negative: failed, nothing pending. */
+    knit_status_t (*get)(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr,
+                         uint64_t rkey, kn_tl_comp_t *comp);
+    knit_status_t (*put)(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
+                         uint64_t rkey, kn_tl_comp_t *comp);
+    /* Make [buf, buf+len) reachable by peers' get/put; *rkey goes to the
+     * peer, *memh back to mem_dereg.  NULL ops: no registration needed
+     * (rkey 0). */
+    knit_status_t (*mem_reg)(kn_tl_t *tl, const void *buf, size_t len, uint64_t *rkey, void **memh);
+    void (*mem_dereg)(kn_tl_t *tl, void *memh);
+    /* Sleep until a packet may have arrived or timeout_ns passed.  The
+     * caller has just found nothing to do. */
+    void (*sleep)(kn_tl_t *tl, uint64_t timeout_ns);
+    void (*destroy)(kn_tl_t *tl);
+} kn_tl_ops_t;
+
+struct kn_tl {
+    const kn_tl_ops_t *ops;
+    size_t max_inline;   /* payload bytes carried in the descriptor itself */
+    size_t max_payload;  /* largest payload of one packet */
+    unsigned bulk_inflight; /* bulk copies worth keeping in flight per transfer */
+    kn_tl_recv_cb_t recv_cb;
+    void *cb_arg;
+};
+
+#endif

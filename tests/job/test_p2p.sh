@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Point-to-point within a node, through knitrun, over several layouts and
+# mechanisms.  Each line: PASS/FAIL <name>.
+set -u
+BUILD=${BUILD:-build}
+KNITRUN=${KNIT_BIN:-$BUILD/bin}/knitrun
+PROG=$BUILD/tests/job/p2p_test
+fails=0
+
+run() { # name timeout knitrun-args... -- prog-args
+    local name=$1 t=$2; shift 2
+    local out
+    out=$("$KNITRUN" --timeout "$t" "$@" 2>&1)
+    local rc=$?
+    if [ $rc -eq 0 ] && grep -q "^ok " <<<"$out"; then
+        echo "PASS p2p.$name"
+    else
+        echo "FAIL p2p.$name: exit $rc"
+        echo "$out" | tail -n 15
+        fails=$((fails + 1))
+    fi
+}
+
+# sizes up to 64 MiB between two ranks, every mechanism
+run sizes.n2 120 -n 2 "$PROG" sizes 64m
+run sizes.n2.cma_off 120 -n 2 -x KNIT_CMA=off "$PROG" sizes 64m
+run sizes.n2.small_thresholds 120 -n 2 -x KNIT_EAGER_MAX=1k -x KNIT_CMA_MIN=100k -x KNIT_SHM_SLOT_SIZE=4k \
+    -x KNIT_INLINE_MAX=8 -x KNIT_BULK_CHUNK=64k "$PROG" sizes 1m
+run sizes.n4 120 -n 4 "$PROG" sizes 1m
+run sizes.n8.oversubscribed 180 -n 8 "$PROG" sizes 256k
+for c in truncate match many self probe args; do
+    run "$c.n2" 60 -n 2 "$PROG" "$c"
+    run "$c.n4" 60 -n 4 "$PROG" "$c"
+done
+run match.n8 120 -n 8 "$PROG" match
+run truncate.cma_off 60 -n 2 -x KNIT_CMA=off "$PROG" truncate
+run probe.cma_off 60 -n 2 -x KNIT_CMA=off "$PROG" probe
+run flood.n3 120 -n 3 "$PROG" flood 10000
+run flood.n4.small_ring 120 -n 4 -x KNIT_SHM_RING=4 -x KNIT_SHM_SLOTS=2 "$PROG" flood 3000
+for w in spin yield block; do
+    run "many.wait_$w" 60 -n 4 -x KNIT_WAIT=$w "$PROG" many
+done
+# cross-memory attach forbidden (as by a container's seccomp profile):
+# one warning line, then the pipelined copy does the work
+NOCMA=$BUILD/tests/job/nocma
+out=$("$KNITRUN" --timeout 60 -n 3 "$NOCMA" "$PROG" sizes 1m 2>&1)
+if [ $? -eq 0 ] && grep -q "^ok sizes" <<<"$out" && [ "$(grep -c 'cross-memory attach unavailable' <<<"$out")" = 1 ] &&
+    grep -q "Fix:" <<<"$out"; then
+    echo "PASS p2p.cma_forbidden_falls_back_with_one_warning"
+else
+    echo "FAIL p2p.cma_forbidden_falls_back_with_one_warning"; echo "$out" | tail -5; fails=$((fails + 1))
+fi
+out=$("$KNITRUN" --timeout 60 -n 2 -x KNIT_CMA=on "$NOCMA" "$PROG" self 2>&1)
+if [ $? -ne 0 ] && grep -q "KNIT_CMA=on but cross-memory attach" <<<"$out"; then
+    echo "PASS p2p.cma_forbidden_with_cma_on_fails_clearly"
+else
+    echo "FAIL p2p.cma_forbidden_with_cma_on_fails_clearly"; echo "$out" | tail -5; fails=$((fails + 1))
+fi
+run singleton.sizes 60 -n 1 "$PROG" sizes 1m
+if "$PROG" self >/dev/null 2>&1; then echo "PASS p2p.singleton_without_knitrun"; else echo "FAIL p2p.singleton_without_knitrun"; fails=$((fails+1)); fi
+exit $((fails > 0))

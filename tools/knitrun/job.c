@@ -1,0 +1,776 @@
+/*
+ * The job: where ranks go, starting them (directly for emulated nodes,
+ * through one proxy per host otherwise), and how the job ends.
+ *
+ * States:
+ *   RUNNING    ranks run.  The first failure (a rank exiting nonzero or by
+ *              a signal, an abort, the timeout, SIGINT/SIGTERM/SIGHUP, a
+ *              lost proxy) prints one line, fixes the exit code and goes
+ *              to STOPPING.  The last rank ending goes to FINISHING.
+ *   STOPPING   SIGTERM went to every rank's process group (through the
+ *              proxies for hosts); the grace timer escalates: after
+ *              KNIT_KILL_GRACE SIGKILL, after another one the launchers
+ *              are killed too, after a third knitrun gives up waiting.
+ *   FINISHING  every rank has ended: proxies are told (their connection
+ *              closes), leftover descendants get SIGKILL, and once no
+ *              child is left the job's files are removed and knitrun exits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "boot/boot.h"
+#include "boot/hostfile.h"
+#include "knitrun.h"
+#include "util/config.h"
+#include "util/env.h"
+#include "util/log.h"
+
+enum { RUNNING, STOPPING, FINISHING };
+
+struct jrank {
+    int node;
+    kproc_t proc;  /* emulated nodes only */
+    kconn_t *conn;
+    unsigned hello : 1, finalized : 1, in_fence : 1, exited : 1;
+    outbuf_t out[2];
+};
+
+struct jnode {
+    int first, count;
+    char *host;        /* hosts mode */
+    kproc_t launcher;  /* hosts mode: the launch command running the proxy */
+    outbuf_t lout[2];
+    kconn_t *proxy;
+    unsigned started : 1, connected : 1;
+};
+
+static struct {
+    struct job_opts *o;
+    int size, nnodes, hosts_mode;
+    struct jrank *ranks;
+    struct jnode *nodes;
+    char jobid[64], cookie[KN_BOOT_COOKIE_LEN + 1], hostname[256];
+    char cwd[PATH_MAX], self_exe[PATH_MAX], unix_path[128];
+    char *addrs, *node_sizes;
+    int state, exit_code, done;
+    int nexited, nfenced;
+    kl_timer_t timeout_timer, grace_timer;
+    int grace_phase;
+} J;
+
+static void finish(void);
+
+/* ------------------------------------------------------------ failure */
+
+static const char *signame(int sig, char *buf, size_t len)
+{
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev)
+        snprintf(buf, len, "SIG%s", abbrev);
+    else
+        snprintf(buf, len, "signal %d", sig);
+    return buf;
+}
+
+/* The one line that says why the job ends. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char line[1400];
+    int n = snprintf(line, sizeof(line), "knitrun: ");
+    va_list ap;
+    va_start(ap, fmt);
+    n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+    (void)w;
+}
+
+static void signal_ranks(int sig)
+{
+    for (int i = 0; i < J.size; i++)
+        kp_signal(&J.ranks[i].proc, sig);
+    kp_signal_orphans(sig);
+    store_broadcast_signal(sig);
+}
+
+static void kill_launchers(void)
+{
+    for (int n = 0; n < J.nnodes; n++)
+        kp_signal(&J.nodes[n].launcher, SIGKILL);
+}
+
+static void stop(void)
+{
+    J.state = STOPPING;
+    signal_ranks(SIGTERM);
+    J.grace_phase = 0;
+    kl_timer_arm(&J.grace_timer, kn_cfg.kill_grace ? kn_cfg.kill_grace : 1);
+}
+
+/* First failure wins: print its line, keep its exit code, stop the job. */
+static void fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(int code, const char *fmt, ...)
+{
+    if (J.state != RUNNING)
+        return;
+    char msg[1300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    say("%s", msg);
+    J.exit_code = code;
+    stop();
+}
+
+static void grace_expired(kl_timer_t *t)
+{
+    (void)t;
+    switch (J.grace_phase++) {
+    case 0:
+        kn_info("processes still running after KNIT_KILL_GRACE: SIGKILL");
+        signal_ranks(SIGKILL);
+        break;
+    case 1:
+        kill_launchers();
+        kp_signal_orphans(SIGKILL);
+        break;
+    default:
+        kn_error("processes of the job did not end: giving up on them");
+        J.done = 1;
+        return;
+    }
+    kl_timer_arm(&J.grace_timer, kn_cfg.kill_grace ? kn_cfg.kill_grace : 1);
+}
+
+static void timeout_expired(kl_timer_t *t)
+{
+    (void)t;
+    fail(KNITRUN_EXIT_TIMEOUT, "job timed out after %g s", J.o->timeout_s);
+}
+
+static void on_signal(int sig)
+{
+    if (sig == SIGCHLD) {
+        kp_reap();
+        return;
+    }
+    char name[32];
+    if (J.state == RUNNING) {
+        fail(128 + sig, "job interrupted by %s", signame(sig, name, sizeof(name)));
+    } else {
+        /* asked again: no more grace */
+        signal_ranks(SIGKILL);
+        kill_launchers();
+    }
+}
+
+/* ------------------------------------------------------------ ranks */
+
+int job_size(void) { return J.size; }
+int job_nnodes(void) { return J.nnodes; }
+int job_node_of(int rank) { return J.ranks[rank].node; }
+
+int job_check_cookie(const char *cookie)
+{
+    return kn_boot_cookie_equal(cookie, J.cookie);
+}
+
+static void rank_tag(int rank, char *buf, size_t len)
+{
+    snprintf(buf, len, "[%d] ", rank);
+}
+
+void job_rank_output(int rank, int stream, const char *buf, size_t n)
+{
+    char tag[24];
+    rank_tag(rank, tag, sizeof(tag));
+    out_feed(&J.ranks[rank].out[stream - 1], stream, J.o->tag_output ? tag : NULL, buf, n);
+}
+
+static void flush_rank_output(int rank)
+{
+    char tag[24];
+    rank_tag(rank, tag, sizeof(tag));
+    for (int s = 0; s < 2; s++)
+        out_flush(&J.ranks[rank].out[s], s + 1, J.o->tag_output ? tag : NULL);
+}
+
+void job_rank_exit(int rank, int how, int value)
+{
+    struct jrank *r = &J.ranks[rank];
+    if (r->exited)
+        return;
+    r->exited = 1;
+    J.nexited++;
+    flush_rank_output(rank);
+    char name[32];
+    if (how == KN_BOOT_SIGNALED)
+        fail(128 + value, "rank %d on node %d killed by %s", rank, r->node,
+             signame(value, name, sizeof(name)));
+    else if (value != 0)
+        fail(value, "rank %d on node %d exited with status %d", rank, r->node, value);
+    else if (r->hello && !r->finalized)
+        fail(1, "rank %d on node %d exited without calling knit_finalize", rank, r->node);
+    if (J.nexited == J.size)
+        finish();
+}
+
+static void decode_status(int status, int *how, int *value)
+{
+    if (WIFSIGNALED(status)) {
+        *how = KN_BOOT_SIGNALED;
+        *value = WTERMSIG(status);
+    } else {
+        *how = KN_BOOT_EXITED;
+        *value = WEXITSTATUS(status);
+    }
+}
+
+static void local_output(kproc_t *p, int stream, const char *buf, size_t n)
+{
+    job_rank_output(p->id, stream, buf, n);
+}
+
+static void local_exit(kproc_t *p, int status)
+{
+    int how, value;
+    decode_status(status, &how, &value);
+    job_rank_exit(p->id, how, value);
+}
+
+/* The ranks of a node that will never report: count them as ended. */
+static void node_gone(int node)
+{
+    struct jnode *nd = &J.nodes[node];
+    for (int r = nd->first; r < nd->first + nd->count; r++) {
+        if (!J.ranks[r].exited) {
+            J.ranks[r].exited = 1;
+            J.nexited++;
+            flush_rank_output(r);
+        }
+    }
+    if (J.nexited == J.size)
+        finish();
+}
+
+static int node_running(int node)
+{
+    struct jnode *nd = &J.nodes[node];
+    for (int r = nd->first; r < nd->first + nd->count; r++)
+        if (!J.ranks[r].exited)
+            return 1;
+    return 0;
+}
+
+int job_rank_hello(kconn_t *c, int rank)
+{
+    struct jrank *r = &J.ranks[rank];
+    if (r->conn || r->exited)
+        return -1;
+    r->conn = c;
+    r->hello = 1;
+    return 0;
+}
+
+void job_rank_finalized(int rank)
+{
+    J.ranks[rank].finalized = 1;
+}
+
+void job_abort(kconn_t *c, int code, const char *msg)
+{
+    int exit_code = code & 0xff ? code & 0xff : 1;
+    if (c->role == KN_BOOT_ROLE_RANK)
+        fail(exit_code, "rank %d on node %d aborted (code %d): %s", c->id, J.ranks[c->id].node,
+             code, msg);
+    else
+        fail(exit_code, "%s %d aborted (code %d): %s", store_role_name(c->role), c->id, code, msg);
+}
+
+int job_fence_enter(int rank)
+{
+    if (J.ranks[rank].in_fence)
+        return -1;
+    J.ranks[rank].in_fence = 1;
+    return ++J.nfenced == J.size;
+}
+
+void job_fence_release(void)
+{
+    for (int i = 0; i < J.size; i++) {
+        J.ranks[i].in_fence = 0;
+        if (J.ranks[i].conn)
+            store_fence_done(J.ranks[i].conn);
+    }
+    J.nfenced = 0;
+}
+
+void job_conn_lost(kconn_t *c)
+{
+    if (c->role == KN_BOOT_ROLE_RANK && J.ranks[c->id].conn == c) {
+        J.ranks[c->id].conn = NULL;
+    } else if (c->role == KN_BOOT_ROLE_PROXY && J.nodes[c->id].proxy == c) {
+        struct jnode *nd = &J.nodes[c->id];
+        nd->proxy = NULL;
+        if (node_running(c->id)) {
+            fail(1, "lost connection to the proxy of node %d on host %s", c->id, nd->host);
+            node_gone(c->id);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ proxies */
+
+int job_proxy_hello(kconn_t *c, int node)
+{
+    struct jnode *nd = &J.nodes[node];
+    if (!J.hosts_mode || nd->connected)
+        return -1;
+    nd->connected = 1;
+    nd->proxy = c;
+    return 0;
+}
+
+int job_proxy_owns(int node, int rank)
+{
+    return node >= 0 && node < J.nnodes && rank >= J.nodes[node].first &&
+           rank < J.nodes[node].first + J.nodes[node].count;
+}
+
+/* The environment every rank of a node gets on top of the inherited one. */
+static int node_env(int node, strv_t *e)
+{
+    struct jnode *nd = &J.nodes[node];
+    int bad = 0;
+    bad |= strv_addf(e, "%s=%d", KN_ENV_SIZE, J.size);
+    bad |= strv_addf(e, "%s=%d", KN_ENV_NODE, node);
+    bad |= strv_addf(e, "%s=%d", KN_ENV_NNODES, J.nnodes);
+    bad |= strv_addf(e, "%s=%d", KN_ENV_LOCAL_SIZE, nd->count);
+    bad |= strv_addf(e, "%s=%s", KN_ENV_NODE_SIZES, J.node_sizes);
+    bad |= strv_addf(e, "%s=%s", KN_ENV_JOBID, J.jobid);
+    bad |= strv_addf(e, "%s=%s", KN_ENV_COOKIE, J.cookie);
+    bad |= strv_addf(e, "%s=%s", KN_ENV_BOOT_ADDR, J.addrs);
+    bad |= strv_addf(e, "%s=%s", KN_ENV_HOSTNAME, J.hosts_mode ? nd->host : J.hostname);
+    if (J.hosts_mode) {
+        /* remote ranks do not inherit our environment: pass the tunables */
+        extern char **environ;
+        for (char **ep = environ; *ep; ep++) {
+            const char *eq = strchr(*ep, '=');
+            char name[128];
+            if (!eq || strncmp(*ep, "KNIT_", 5) || (size_t)(eq - *ep) >= sizeof(name))
+                continue;
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - *ep), *ep);
+            if (kn_config_find(name))
+                bad |= strv_add(e, *ep);
+        }
+    }
+    for (size_t i = 0; i < J.o->exports.n; i++)
+        bad |= strv_add(e, J.o->exports.v[i]);
+    return bad ? -1 : 0;
+}
+
+int job_send_job(kconn_t *c)
+{
+    struct jnode *nd = &J.nodes[c->id];
+    strv_t env = {0};
+    int rc = -1;
+    if (node_env(c->id, &env) < 0)
+        goto out;
+    size_t nargs = 0, len = 16 + strlen(J.cwd) + 1;
+    for (size_t i = 0; i < env.n; i++)
+        len += strlen(env.v[i]) + 1;
+    for (; J.o->argv[nargs]; nargs++)
+        len += strlen(J.o->argv[nargs]) + 1;
+    if (len > KN_BOOT_JOB_MAX) {
+        kn_error("job description for node %d too long (%zu bytes)", c->id, len);
+        goto out;
+    }
+    uint8_t *p = malloc(len), *q = p + 16;
+    if (!p)
+        goto out;
+    kn_boot_put32(p, (uint32_t)nd->first);
+    kn_boot_put32(p + 4, (uint32_t)nd->count);
+    kn_boot_put32(p + 8, (uint32_t)env.n);
+    kn_boot_put32(p + 12, (uint32_t)nargs);
+    for (size_t i = 0; i < env.n; i++)
+        q = (uint8_t *)stpcpy((char *)q, env.v[i]) + 1;
+    q = (uint8_t *)stpcpy((char *)q, J.cwd) + 1;
+    for (size_t i = 0; i < nargs; i++)
+        q = (uint8_t *)stpcpy((char *)q, J.o->argv[i]) + 1;
+    rc = kc_send(c, KN_BOOT_JOB, p, len, NULL, 0);
+    free(p);
+out:
+    strv_free(&env);
+    return rc;
+}
+
+/* KNIT_LAUNCH split into words ('...' and "..." group), {host} replaced. */
+static int launch_argv(const char *tmpl, const char *host, strv_t *out)
+{
+    int has_host = 0;
+    const char *p = tmpl;
+    char *word = malloc(strlen(tmpl) * (strlen(host) + 1) + 1);
+    if (!word)
+        return -1;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        size_t o = 0;
+        char quote = 0;
+        for (; *p && (quote || (*p != ' ' && *p != '\t')); p++) {
+            if (quote && *p == quote) {
+                quote = 0;
+            } else if (!quote && (*p == '\'' || *p == '"')) {
+                quote = *p;
+            } else if (!strncmp(p, "{host}", 6)) {
+                o += (size_t)sprintf(word + o, "%s", host);
+                p += 5;
+                has_host = 1;
+            } else {
+                word[o++] = *p;
+            }
+        }
+        word[o] = '\0';
+        if (strv_add(out, word) < 0)
+            break;
+    }
+    free(word);
+    return has_host ? 0 : -1;
+}
+
+static void launcher_output(kproc_t *p, int stream, const char *buf, size_t n)
+{
+    out_feed(&J.nodes[p->id].lout[stream - 1], stream, NULL, buf, n);
+}
+
+static void launcher_exit(kproc_t *p, int status)
+{
+    struct jnode *nd = &J.nodes[p->id];
+    for (int s = 0; s < 2; s++)
+        out_flush(&nd->lout[s], s + 1, NULL);
+    /* a proxy that got connected reports through its connection */
+    if (nd->connected || !node_running(p->id))
+        return;
+    char how[48], name[32];
+    int how_, value;
+    decode_status(status, &how_, &value);
+    if (how_ == KN_BOOT_SIGNALED)
+        snprintf(how, sizeof(how), "was killed by %s", signame(value, name, sizeof(name)));
+    else
+        snprintf(how, sizeof(how), "exited with status %d", value);
+    fail(how_ == KN_BOOT_EXITED && value ? value : 1,
+         "cannot start node %d on host %s: the launch command %s", p->id, nd->host, how);
+    node_gone(p->id);
+}
+
+static int launch_proxy(int node)
+{
+    struct jnode *nd = &J.nodes[node];
+    strv_t argv = {0};
+    int in[2] = {-1, -1}, rc = -1;
+    if (launch_argv(kn_cfg.launch, nd->host, &argv) < 0 || strv_add(&argv, J.self_exe) < 0 ||
+        strv_add(&argv, "--proxy") < 0)
+        goto out;
+    /* the secret goes through the launcher's stdin, not its command line */
+    if (pipe2(in, O_CLOEXEC) < 0) {
+        kn_error("pipe2: %m");
+        goto out;
+    }
+    nd->launcher.id = node;
+    nd->launcher.on_output = launcher_output;
+    nd->launcher.on_exit = launcher_exit;
+    if (kp_spawn(&nd->launcher, argv.v, NULL, NULL, in[0]) < 0)
+        goto out;
+    nd->started = 1;
+    dprintf(in[1], "%s %d %s\n", J.cookie, node, J.addrs);
+    rc = 0;
+out:
+    if (in[0] >= 0)
+        close(in[0]);
+    if (in[1] >= 0)
+        close(in[1]);
+    strv_free(&argv);
+    return rc;
+}
+
+/* ------------------------------------------------------------ start, end */
+
+static int plan(struct job_opts *o)
+{
+    kn_hostlist_t hl = {0};
+    char err[512];
+    int *counts = NULL;
+    J.hosts_mode = o->hosts || o->hostfile;
+    if (J.hosts_mode) {
+        knit_status_t st = o->hostfile ? kn_hostfile_load(o->hostfile, &hl, err, sizeof(err))
+                                       : kn_hostlist_parse(o->hosts, &hl, err, sizeof(err));
+        if (st != KNIT_OK) {
+            say("%s", err);
+            return -1;
+        }
+        J.size = o->np > 0 ? o->np : kn_hostlist_slots(&hl);
+        counts = calloc((size_t)hl.count, sizeof(int));
+        if (!counts)
+            goto err;
+        kn_place_hosts(&hl, J.size, counts);
+        for (int i = 0; i < hl.count; i++)
+            J.nnodes += counts[i] > 0;
+    } else {
+        J.size = o->np > 0 ? o->np : 1;
+        J.nnodes = o->nodes > 0 ? o->nodes : 1;
+        if (J.nnodes > J.size) {
+            say("--nodes %d is more than the %d ranks of the job", J.nnodes, J.size);
+            return -1;
+        }
+        counts = calloc((size_t)J.nnodes, sizeof(int));
+        if (!counts)
+            goto err;
+        kn_place_block(J.size, J.nnodes, counts);
+    }
+    J.ranks = calloc((size_t)J.size, sizeof(*J.ranks));
+    J.nodes = calloc((size_t)J.nnodes, sizeof(*J.nodes));
+    J.node_sizes = malloc((size_t)J.nnodes * 12 + 1);
+    if (!J.ranks || !J.nodes || !J.node_sizes)
+        goto err;
+    J.node_sizes[0] = '\0';
+    char *ns = J.node_sizes;
+    for (int i = 0, n = 0, first = 0; n < J.nnodes; i++) {
+        if (!counts[i])
+            continue;
+        J.nodes[n].first = first;
+        J.nodes[n].count = counts[i];
+        if (J.hosts_mode && !(J.nodes[n].host = strdup(hl.hosts[i].name)))
+            goto err;
+        for (int r = first; r < first + counts[i]; r++)
+            J.ranks[r].node = n;
+        ns += sprintf(ns, "%s%d", n ? "," : "", counts[i]);
+        first += counts[i];
+        n++;
+    }
+    free(counts);
+    kn_hostlist_free(&hl);
+    return 0;
+err:
+    say("out of memory");
+    free(counts);
+    kn_hostlist_free(&hl);
+    return -1;
+}
+
+/* Where ranks and proxies find the store. */
+static int make_addrs(int port, int have_unix)
+{
+    strv_t a = {0};
+    int bad = 0;
+    if (J.hosts_mode) {
+        /* interface addresses first, for hosts that are not this one */
+        struct ifaddrs *ifs;
+        if (getifaddrs(&ifs) < 0) {
+            kn_error("getifaddrs: %m");
+            return -1;
+        }
+        for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+                !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+                continue;
+            char ip[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip, sizeof(ip));
+            bad |= strv_addf(&a, "%s:%d", ip, port);
+        }
+        freeifaddrs(ifs);
+        if (a.n == 0) /* no network: only this host can take part */
+            bad |= strv_addf(&a, "127.0.0.1:%d", port);
+    } else {
+        if (have_unix)
+            bad |= strv_addf(&a, "unix:%s", J.unix_path);
+        bad |= strv_addf(&a, "127.0.0.1:%d", port);
+    }
+    size_t len = 1;
+    for (size_t i = 0; i < a.n; i++)
+        len += strlen(a.v[i]) + 1;
+    J.addrs = bad ? NULL : calloc(1, len);
+    for (size_t i = 0; J.addrs && i < a.n; i++) {
+        if (i)
+            strcat(J.addrs, ",");
+        strcat(J.addrs, a.v[i]);
+    }
+    strv_free(&a);
+    return J.addrs ? 0 : -1;
+}
+
+static int start(void)
+{
+    if (!J.hosts_mode) {
+        for (int n = 0; n < J.nnodes; n++) {
+            strv_t env = {0};
+            if (node_env(n, &env) < 0) {
+                strv_free(&env);
+                return -1;
+            }
+            for (int r = J.nodes[n].first; r < J.nodes[n].first + J.nodes[n].count; r++) {
+                kproc_t *p = &J.ranks[r].proc;
+                p->on_output = local_output;
+                p->on_exit = local_exit;
+                if (kp_spawn_rank(p, r, r - J.nodes[n].first, J.o->argv, env.v, NULL) < 0) {
+                    strv_free(&env);
+                    fail(1, "cannot start rank %d", r);
+                    return -1;
+                }
+            }
+            strv_free(&env);
+        }
+        return 0;
+    }
+    for (int n = 0; n < J.nnodes; n++) {
+        if (launch_proxy(n) < 0) {
+            fail(1, "cannot start node %d on host %s", n, J.nodes[n].host);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* What never started never reports: count it as ended. */
+static void mark_unstarted(void)
+{
+    for (int n = 0; n < J.nnodes; n++) {
+        if (J.hosts_mode) {
+            if (!J.nodes[n].started)
+                node_gone(n);
+            continue;
+        }
+        for (int r = J.nodes[n].first; r < J.nodes[n].first + J.nodes[n].count; r++) {
+            if (J.ranks[r].proc.pid == 0 && !J.ranks[r].exited) {
+                J.ranks[r].exited = 1;
+                J.nexited++;
+            }
+        }
+    }
+    if (J.nexited == J.size)
+        finish();
+}
+
+static void finish(void)
+{
+    if (J.state == FINISHING)
+        return;
+    int was_running = J.state == RUNNING;
+    J.state = FINISHING;
+    kl_timer_arm(&J.timeout_timer, 0);
+    store_close_proxies(); /* each proxy cleans its host and exits */
+    kp_signal_orphans(SIGKILL);
+    if (was_running) {
+        /* escalate from "kill the launchers" if they linger */
+        J.grace_phase = 1;
+        kl_timer_arm(&J.grace_timer, kn_cfg.kill_grace ? kn_cfg.kill_grace : 1);
+    }
+}
+
+static void cleanup(void)
+{
+    for (int r = 0; r < J.size; r++) {
+        kp_close_output(&J.ranks[r].proc);
+        flush_rank_output(r);
+        for (int s = 0; s < 2; s++)
+            out_free(&J.ranks[r].out[s]);
+    }
+    for (int n = 0; n < J.nnodes; n++) {
+        kp_close_output(&J.nodes[n].launcher);
+        for (int s = 0; s < 2; s++) {
+            out_flush(&J.nodes[n].lout[s], s + 1, NULL);
+            out_free(&J.nodes[n].lout[s]);
+        }
+        free(J.nodes[n].host);
+    }
+    store_close();
+    shm_clean_job(J.jobid);
+    free(J.ranks);
+    free(J.nodes);
+    free(J.addrs);
+    free(J.node_sizes);
+}
+
+int job_run(struct job_opts *o)
+{
+    J.o = o;
+    if (plan(o) < 0)
+        return KNITRUN_EXIT_USAGE;
+    if (J.hosts_mode) {
+        strv_t probe = {0};
+        int ok = launch_argv(kn_cfg.launch, "x", &probe) == 0 && probe.n > 0;
+        strv_free(&probe);
+        if (!ok) {
+            say("KNIT_LAUNCH='%s' must contain {host}", kn_cfg.launch);
+            return KNITRUN_EXIT_USAGE;
+        }
+    }
+    ssize_t l = readlink("/proc/self/exe", J.self_exe, sizeof(J.self_exe) - 1);
+    if (l <= 0 || !getcwd(J.cwd, sizeof(J.cwd))) {
+        kn_error("cannot find knitrun's own path or working directory: %m");
+        return 1;
+    }
+    J.self_exe[l] = '\0';
+    if (gethostname(J.hostname, sizeof(J.hostname)) < 0)
+        snprintf(J.hostname, sizeof(J.hostname), "localhost");
+    J.hostname[sizeof(J.hostname) - 1] = '\0';
+    shm_make_jobid(J.jobid, sizeof(J.jobid));
+    if (kn_boot_cookie_new(J.cookie) != KNIT_OK)
+        return 1;
+    shm_clean_stale();
+
+    if (kl_init() < 0 || kl_signals_init(on_signal) < 0 || kp_init() < 0 ||
+        kl_timer_init(&J.timeout_timer, timeout_expired) < 0 ||
+        kl_timer_init(&J.grace_timer, grace_expired) < 0)
+        return 1;
+    snprintf(J.unix_path, sizeof(J.unix_path), "/dev/shm/knit-%s-boot.sock", J.jobid);
+    int port;
+    int have_unix = store_listen(J.unix_path, &port);
+    if (have_unix < 0 || make_addrs(port, have_unix) < 0) {
+        store_close();
+        shm_clean_job(J.jobid);
+        return 1;
+    }
+    kn_debug("job %s: %d ranks on %d nodes (%s), store at %s", J.jobid, J.size, J.nnodes,
+             J.node_sizes, J.addrs);
+    if (o->timeout_s > 0)
+        kl_timer_arm(&J.timeout_timer, (uint64_t)(o->timeout_s * 1e9));
+
+    J.state = RUNNING;
+    if (start() < 0)
+        mark_unstarted();
+    while (!J.done) {
+        if (kl_run_once() < 0) {
+            J.exit_code = J.exit_code ? J.exit_code : 1;
+            signal_ranks(SIGKILL);
+            kill_launchers();
+            break;
+        }
+        if (J.state == FINISHING && !J.done) {
+            if (kp_reap())
+                kp_signal_orphans(SIGKILL);
+            else
+                J.done = 1;
+        }
+    }
+    cleanup();
+    return J.exit_code;
+}

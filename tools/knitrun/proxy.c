@@ -1,0 +1,236 @@
+/*
+ * knitrun --proxy: the per-host helper that the launch command (ssh,
+ * ip netns exec, ...) starts on each host of a job.
+ *
+ * It reads "<cookie> <node> <store addresses>" from stdin (so the secret
+ * is not on any command line), connects to the store as role PROXY, gets
+ * the JOB (what to run, with which environment), starts the host's ranks,
+ * and then forwards their output (OUTPUT) and exits (EXIT).  knitrun's
+ * SIGNAL messages go to every rank's process group.  When the connection
+ * ends (knitrun closed it at the end of the job, or knitrun is gone) the
+ * proxy kills whatever is left, removes the job's shared-memory files on
+ * this host and exits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "boot/boot.h"
+#include "knitrun.h"
+#include "util/config.h"
+#include "util/env.h"
+#include "util/log.h"
+#include "util/time.h"
+
+static struct {
+    kconn_t *conn;
+    kproc_t *ranks;
+    int first, count;
+    const char *jobid;
+    int ending, done;
+    kl_timer_t give_up;
+} P;
+
+/* One line from stdin, bounded in time and length. */
+static int read_line(char *buf, size_t cap)
+{
+    uint64_t deadline = kn_cfg.boot_timeout ? kn_time_ns() + kn_cfg.boot_timeout : 0;
+    size_t n = 0;
+    while (n + 1 < cap) {
+        if (kn_boot_read_full(0, buf + n, 1, deadline) != KNIT_OK)
+            return -1;
+        if (buf[n] == '\n') {
+            buf[n] = '\0';
+            return 0;
+        }
+        n++;
+    }
+    return -1;
+}
+
+static void kill_all(int sig)
+{
+    for (int i = 0; i < P.count; i++)
+        kp_signal(&P.ranks[i], sig);
+    kp_signal_orphans(sig);
+}
+
+static int running(void)
+{
+    int n = 0;
+    for (int i = 0; i < P.count; i++)
+        n += P.ranks[i].pid > 0;
+    return n;
+}
+
+static void end_job(const char *why)
+{
+    if (P.ending)
+        return;
+    P.ending = 1;
+    int n = running();
+    if (n)
+        kn_warn("%s: killing %d rank%s", why, n, n == 1 ? "" : "s");
+    kill_all(SIGKILL);
+    kl_timer_arm(&P.give_up, kn_cfg.kill_grace ? 2 * kn_cfg.kill_grace : 1);
+}
+
+static void give_up(kl_timer_t *t)
+{
+    (void)t;
+    kn_error("processes did not end: giving up on them");
+    P.done = 1;
+}
+
+static void on_close(kconn_t *c, const char *why)
+{
+    (void)c;
+    P.conn = NULL;
+    end_job(strcmp(why, "connection closed") ? why : "knitrun closed the connection");
+}
+
+static int on_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
+{
+    (void)c;
+    uint32_t sig = h->type == KN_BOOT_SIGNAL ? kn_boot_get32(p) : 0;
+    if (sig == 0 || sig >= (uint32_t)NSIG) {
+        kn_error("unexpected '%s' message from knitrun", kn_boot_type_name(h->type));
+        P.conn = NULL;
+        end_job("protocol error");
+        return -1;
+    }
+    kill_all((int)sig);
+    return 0;
+}
+
+static void on_signal(int sig)
+{
+    if (sig == SIGCHLD)
+        kp_reap();
+    else
+        end_job(sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
+}
+
+static void rank_output(kproc_t *p, int stream, const char *buf, size_t n)
+{
+    uint8_t h[8];
+    kn_boot_put32(h, (uint32_t)p->id);
+    kn_boot_put32(h + 4, (uint32_t)stream);
+    if (P.conn)
+        kc_send(P.conn, KN_BOOT_OUTPUT, h, 8, buf, n);
+}
+
+static void rank_exit(kproc_t *p, int status)
+{
+    uint8_t m[12];
+    kn_boot_put32(m, (uint32_t)p->id);
+    kn_boot_put32(m + 4, WIFSIGNALED(status) ? KN_BOOT_SIGNALED : KN_BOOT_EXITED);
+    kn_boot_put32(m + 8, (uint32_t)(WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status)));
+    if (P.conn)
+        kc_send(P.conn, KN_BOOT_EXIT, m, 12, NULL, 0);
+}
+
+/* Split the JOB payload into env, cwd and argv (pointers into p). */
+static int parse_job(uint8_t *p, uint32_t len, strv_t *env, char **cwd, strv_t *argv)
+{
+    P.first = (int)kn_boot_get32(p);
+    P.count = (int)kn_boot_get32(p + 4);
+    uint32_t nenv = kn_boot_get32(p + 8), nargs = kn_boot_get32(p + 12);
+    if (P.first < 0 || P.count <= 0 || P.count > 1 << 20 || nargs == 0)
+        return -1;
+    char *s = (char *)p + 16, *end = (char *)p + len;
+    for (uint64_t i = 0; i < (uint64_t)nenv + 1 + nargs; i++) {
+        char *z = memchr(s, '\0', (size_t)(end - s));
+        if (!z)
+            return -1;
+        if (i < nenv) {
+            if (!strchr(s, '=') || strv_add(env, s) < 0)
+                return -1;
+            if (!strncmp(s, KN_ENV_JOBID, strlen(KN_ENV_JOBID)) && s[strlen(KN_ENV_JOBID)] == '=')
+                P.jobid = s + strlen(KN_ENV_JOBID) + 1;
+            if (!strncmp(s, KN_ENV_HOSTNAME, strlen(KN_ENV_HOSTNAME)) &&
+                s[strlen(KN_ENV_HOSTNAME)] == '=')
+                kn_log_set_prefix("proxy %s", s + strlen(KN_ENV_HOSTNAME) + 1);
+        } else if (i == nenv) {
+            *cwd = s;
+        } else if (strv_add(argv, s) < 0) {
+            return -1;
+        }
+        s = z + 1;
+    }
+    return s == end && P.jobid ? 0 : -1;
+}
+
+int proxy_main(void)
+{
+    kn_log_set_prefix("proxy");
+    char line[8192], cookie[KN_BOOT_COOKIE_LEN + 1];
+    int node, off = 0;
+    if (read_line(line, sizeof(line)) < 0 ||
+        sscanf(line, "%32s %d %n", cookie, &node, &off) != 2 || off == 0 || node < 0) {
+        kn_error("no valid job line on stdin (this mode is started by knitrun only)");
+        return 1;
+    }
+    const char *addrs = line + off;
+    kn_boot_t *b;
+    if (kn_boot_connect(addrs, cookie, KN_BOOT_ROLE_PROXY, node, &b) != KNIT_OK)
+        return 1;
+    int fd = kn_boot_release_fd(b);
+    kn_boot_hdr_t h;
+    uint8_t *job = NULL;
+    strv_t env = {0}, argv = {0};
+    char *cwd = NULL;
+    int rc = 1;
+    uint64_t deadline = kn_cfg.boot_timeout ? kn_time_ns() + kn_cfg.boot_timeout : 0;
+    if (kn_boot_recv(fd, &h, &job, deadline) != KNIT_OK || h.type != KN_BOOT_JOB ||
+        parse_job(job, h.len, &env, &cwd, &argv) < 0) {
+        kn_error("no valid job description from knitrun");
+        close(fd);
+        goto out;
+    }
+    if (kl_init() < 0 || kl_signals_init(on_signal) < 0 || kp_init() < 0 ||
+        kl_timer_init(&P.give_up, give_up) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+        close(fd);
+        goto out;
+    }
+    if (!(P.conn = kc_new(fd, "knitrun", on_msg, on_close)))
+        goto out;
+    shm_clean_stale();
+    P.ranks = calloc((size_t)P.count, sizeof(*P.ranks));
+    if (!P.ranks)
+        goto out;
+    for (int i = 0; i < P.count && !P.ending; i++) {
+        kproc_t *p = &P.ranks[i];
+        p->on_output = rank_output;
+        p->on_exit = rank_exit;
+        if (kp_spawn_rank(p, P.first + i, i, argv.v, env.v, cwd) < 0) {
+            /* report it as failed so that knitrun ends the job */
+            p->id = P.first + i;
+            rank_exit(p, 127 << 8);
+        }
+    }
+    while (!P.done) {
+        if (kl_run_once() < 0)
+            break;
+        if (P.ending && !kp_reap())
+            P.done = 1;
+        else if (P.ending)
+            kp_signal_orphans(SIGKILL);
+    }
+    kill_all(SIGKILL);
+    rc = 0;
+out:
+    if (P.jobid)
+        shm_clean_job(P.jobid);
+    free(P.ranks);
+    free(job);
+    strv_free(&env);
+    strv_free(&argv);
+    return rc;
+}
