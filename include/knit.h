@@ -247,6 +247,140 @@ typedef struct knit_op {
 knit_status_t knit_reduce_local(const void *in, void *inout, size_t count, knit_dtype_t dtype,
                                 const knit_op_t *op);
 
+
+/*
+ * Collective operations over a communicator (docs/collectives.md).
+ *
+ * Every member calls the same collectives in the same order, with
+ * matching arguments (root, count, dtype, op).  Counts are elements of
+ * dtype; the v-forms take per-rank counts and displacements in elements,
+ * knit_alltoallw takes bytes.  Non-reduction collectives only use the
+ * dtype's size, so any contiguous data can travel as KNIT_BYTE.
+ * KNIT_IN_PLACE as the send buffer (as the receive buffer of scatter at
+ * the root) means what MPI_IN_PLACE means in the same place.  Buffers
+ * belong to knit until the call returns (the request completes).
+ * Results of reductions are the same on every rank and do not depend on
+ * timing: the order of combination is fixed by the algorithm, and
+ * non-commutative user ops are applied in rank order.
+ * Errors: KNIT_ERR_INVAL for a bad argument (not a member, root out of
+ * range, op not defined on dtype), KNIT_ERR_NOMEM; a communication error
+ * of any step is the result of the whole collective.
+ * Algorithms are chosen by size and process count; the KNIT_COLL_*
+ * tunables force one (knit-info -e).
+ */
+#define KNIT_IN_PLACE ((void *)1)
+
+knit_status_t knit_barrier(knit_comm_t *comm);
+knit_status_t knit_bcast(knit_comm_t *comm, void *buf, size_t count, knit_dtype_t dtype, int root);
+/* recvbuf is significant at the root only */
+knit_status_t knit_reduce(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                          knit_dtype_t dtype, const knit_op_t *op, int root);
+knit_status_t knit_allreduce(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                             knit_dtype_t dtype, const knit_op_t *op);
+/* count elements from every rank, to recvbuf[rank * count] at the root */
+knit_status_t knit_gather(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                          knit_dtype_t dtype, int root);
+knit_status_t knit_gatherv(knit_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                           const size_t *recvcounts, const size_t *displs, knit_dtype_t dtype,
+                           int root);
+/* in place: recvbuf = KNIT_IN_PLACE at the root (its block stays in sendbuf) */
+knit_status_t knit_scatter(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                           knit_dtype_t dtype, int root);
+knit_status_t knit_scatterv(knit_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
+                            const size_t *displs, void *recvbuf, size_t recvcount,
+                            knit_dtype_t dtype, int root);
+knit_status_t knit_allgather(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                             knit_dtype_t dtype);
+knit_status_t knit_allgatherv(knit_comm_t *comm, const void *sendbuf, void *recvbuf,
+                              const size_t *recvcounts, const size_t *displs, knit_dtype_t dtype);
+knit_status_t knit_alltoall(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                            knit_dtype_t dtype);
+knit_status_t knit_alltoallv(knit_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
+                             const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                             const size_t *rdispls, knit_dtype_t dtype);
+/* sizes and displacements in bytes, per peer */
+knit_status_t knit_alltoallw(knit_comm_t *comm, const void *sendbuf, const size_t *sendsizes,
+                             const size_t *sdispls, void *recvbuf, const size_t *recvsizes,
+                             const size_t *rdispls);
+/* rank i gets recvcounts[i] elements of the reduction (in place: the input
+ * is in recvbuf, the result lands at its start) */
+knit_status_t knit_reduce_scatter(knit_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                  const size_t *recvcounts, knit_dtype_t dtype,
+                                  const knit_op_t *op);
+knit_status_t knit_reduce_scatter_block(knit_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                        size_t recvcount, knit_dtype_t dtype, const knit_op_t *op);
+/* inclusive / exclusive prefix reduction in rank order (exscan leaves
+ * rank 0's recvbuf untouched) */
+knit_status_t knit_scan(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                        knit_dtype_t dtype, const knit_op_t *op);
+knit_status_t knit_exscan(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                          knit_dtype_t dtype, const knit_op_t *op);
+
+/*
+ * Nonblocking collectives: same arguments, and a request.  They progress
+ * inside any knit call of the process (knit_progress, knit_test/wait of
+ * anything, other collectives); no thread.  Several may be in flight on
+ * one communicator, started in the same order by every member; their
+ * traffic never mixes with each other's or with point-to-point traffic.
+ * The op is copied; buffers and the count arrays of v-forms must stay
+ * valid until completion.
+ */
+typedef struct knit_coll_request knit_coll_request_t;
+
+knit_status_t knit_ibarrier(knit_comm_t *comm, knit_coll_request_t **req);
+knit_status_t knit_ibcast(knit_comm_t *comm, void *buf, size_t count, knit_dtype_t dtype, int root,
+                          knit_coll_request_t **req);
+knit_status_t knit_ireduce(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                           knit_dtype_t dtype, const knit_op_t *op, int root,
+                           knit_coll_request_t **req);
+knit_status_t knit_iallreduce(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              knit_dtype_t dtype, const knit_op_t *op, knit_coll_request_t **req);
+knit_status_t knit_igather(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                           knit_dtype_t dtype, int root, knit_coll_request_t **req);
+knit_status_t knit_iscatter(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                            knit_dtype_t dtype, int root, knit_coll_request_t **req);
+knit_status_t knit_iallgather(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              knit_dtype_t dtype, knit_coll_request_t **req);
+knit_status_t knit_ialltoall(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                             knit_dtype_t dtype, knit_coll_request_t **req);
+knit_status_t knit_igatherv(knit_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                            const size_t *recvcounts, const size_t *displs, knit_dtype_t dtype,
+                            int root, knit_coll_request_t **req);
+knit_status_t knit_iscatterv(knit_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
+                             const size_t *displs, void *recvbuf, size_t recvcount,
+                             knit_dtype_t dtype, int root, knit_coll_request_t **req);
+knit_status_t knit_iallgatherv(knit_comm_t *comm, const void *sendbuf, void *recvbuf,
+                               const size_t *recvcounts, const size_t *displs, knit_dtype_t dtype,
+                               knit_coll_request_t **req);
+knit_status_t knit_ialltoallv(knit_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
+                              const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                              const size_t *rdispls, knit_dtype_t dtype, knit_coll_request_t **req);
+knit_status_t knit_ialltoallw(knit_comm_t *comm, const void *sendbuf, const size_t *sendsizes,
+                              const size_t *sdispls, void *recvbuf, const size_t *recvsizes,
+                              const size_t *rdispls, knit_coll_request_t **req);
+knit_status_t knit_ireduce_scatter(knit_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                   const size_t *recvcounts, knit_dtype_t dtype,
+                                   const knit_op_t *op, knit_coll_request_t **req);
+knit_status_t knit_ireduce_scatter_block(knit_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                         size_t recvcount, knit_dtype_t dtype, const knit_op_t *op,
+                                         knit_coll_request_t **req);
+knit_status_t knit_iscan(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                         knit_dtype_t dtype, const knit_op_t *op, knit_coll_request_t **req);
+knit_status_t knit_iexscan(knit_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                           knit_dtype_t dtype, const knit_op_t *op, knit_coll_request_t **req);
+
+/*
+ * Completion of a collective request.  knit_coll_test progresses once,
+ * sets *done and, when done, frees the request, sets *req to NULL and
+ * returns the collective's result (KNIT_OK while not done).  knit_coll_wait
+ * blocks like knit_wait.  knit_coll_done tells, without progressing and
+ * without freeing, whether it completed (for a wait-any built on
+ * knit_wait_until).
+ */
+knit_status_t knit_coll_test(knit_coll_request_t **req, int *done);
+knit_status_t knit_coll_wait(knit_coll_request_t **req);
+int knit_coll_done(const knit_coll_request_t *req);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,7 @@ set -u
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-export BUILD ROOT KNIT_BIN="$ROOT/$BUILD/bin"
+export BUILD ROOT BIN_DIR="$ROOT/$BUILD/bin"
 export PATH="$ROOT/$BUILD/bin:$PATH"
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-600}
 pattern=${TESTS:-}

@@ -19,7 +19,8 @@ struct knit_ctx {
     char hostname[64];
     kn_boot_t *boot;
     struct kn_p2p *p2p;
-    struct kn_tl *self_tl, *shm_tl;
+    struct kn_coll *coll;   /* collectives engine, owns the world communicator */
+    struct kn_tl *self_tl, *shm_tl, *net_tl;
     int finalized;
 };
 

@@ -6,9 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/coll.h"
 #include "core/ctx.h"
 #include "p2p/p2p.h"
 #include "p2p/self.h"
+#include "net/net.h"
 #include "shm/shm.h"
 #include "util/config.h"
 #include "util/env.h"
@@ -86,8 +88,10 @@ static void transports_stop(knit_ctx_t *ctx)
         ctx->shm_tl->ops->destroy(ctx->shm_tl);
     if (ctx->self_tl)
         ctx->self_tl->ops->destroy(ctx->self_tl);
+    if (ctx->net_tl)
+        ctx->net_tl->ops->destroy(ctx->net_tl);
     kn_p2p_destroy(ctx->p2p);
-    ctx->shm_tl = ctx->self_tl = NULL;
+    ctx->shm_tl = ctx->self_tl = ctx->net_tl = NULL;
     ctx->p2p = NULL;
 }
 
@@ -97,6 +101,74 @@ static knit_status_t fence(knit_ctx_t *ctx)
     if (st != KNIT_OK)
         kn_error("bootstrap fence failed: %s", knit_strerror(st));
     return st;
+}
+
+/* Locality in one place: is peer reached over the network (else shared
+ * memory, or the loopback transport for oneself)? */
+static inline int kn_by_net(const knit_ctx_t *ctx, int peer)
+{
+    return peer != ctx->rank && (kn_cfg.net_only || ctx->node_of[peer] != ctx->node);
+}
+
+/* Open the network transport and publish its address (before a fence). */
+static knit_status_t net_open(knit_ctx_t *ctx)
+{
+    unsigned char *mask = calloc((size_t)ctx->size, 1);
+    if (!mask)
+        return KNIT_ERR_NOMEM;
+    for (int i = 0; i < ctx->size; i++)
+        mask[i] = (unsigned char)kn_by_net(ctx, i);
+    kn_net_params_t np = {
+        .rank = ctx->rank, .size = ctx->size, .peers = mask,
+        .provider = kn_cfg.net_provider, .iface = kn_cfg.net_iface,
+        .credits = (unsigned)kn_cfg.net_credits, .bounce_size = kn_cfg.net_bounce_size,
+        .tx_bufs = (unsigned)kn_cfg.net_tx_bufs, .inflight = (unsigned)kn_cfg.net_inflight,
+        .rcache_max = kn_cfg.rcache_max, .rcache_verify = kn_cfg.rcache_verify,
+        .timeout_ns = kn_cfg.net_timeout, .fatal = core_fatal, .fatal_arg = ctx,
+    };
+    knit_status_t st = kn_net_open(&np, kn_p2p_recv_cb(), ctx->p2p, &ctx->net_tl);
+    free(mask);
+    if (st != KNIT_OK)
+        return st;
+    char name[256], key[64];
+    size_t len = sizeof(name);
+    st = kn_net_name(ctx->net_tl, name, &len);
+    if (st != KNIT_OK)
+        return st;
+    snprintf(key, sizeof(key), "knit.net.%d", ctx->rank);
+    st = kn_boot_put(ctx->boot, key, name, len);
+    if (st != KNIT_OK)
+        kn_error("publishing the network address: %s", knit_strerror(st));
+    return st;
+}
+
+/* After the fence: every network peer's address, and the engine's map. */
+static knit_status_t net_connect(knit_ctx_t *ctx)
+{
+    for (int i = 0; i < ctx->size; i++) {
+        if (!kn_by_net(ctx, i))
+            continue;
+        char name[256], key[64];
+        size_t len;
+        snprintf(key, sizeof(key), "knit.net.%d", i);
+        knit_status_t st = kn_boot_get(ctx->boot, key, name, sizeof(name), &len);
+        if (st != KNIT_OK) {
+            kn_error("network address of rank %d: %s", i, knit_strerror(st));
+            return st;
+        }
+        st = kn_net_connect(ctx->net_tl, i, name, len);
+        if (st != KNIT_OK)
+            return st;
+    }
+    for (int i = 0; i < ctx->size;) { /* runs of network peers */
+        int j = i;
+        while (j < ctx->size && kn_by_net(ctx, j))
+            j++;
+        if (j > i)
+            kn_p2p_set_tl(ctx->p2p, ctx->net_tl, i, j - i);
+        i = j + 1;
+    }
+    return KNIT_OK;
 }
 
 /*
@@ -117,9 +189,12 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
         .jobid = ctx->jobid, .node = ctx->node, .local_rank = ctx->local_rank,
         .local_size = ctx->local_size, .first_rank = ctx->first_local, .cma_mode = kn_cfg.cma,
         .ring_entries = (unsigned)kn_cfg.shm_ring, .slots = (unsigned)kn_cfg.shm_slots,
-        .slot_size = kn_cfg.shm_slot_size,
+        .slot_size = kn_cfg.shm_slot_size, .coop_chunk = kn_cfg.coop_chunk,
     };
-    int use_shm = ctx->local_size > 1;
+    int use_shm = ctx->local_size > 1 && !kn_cfg.net_only;
+    int use_net = 0;
+    for (int i = 0; i < ctx->size; i++)
+        use_net |= kn_by_net(ctx, i);
     knit_status_t create_st = KNIT_OK;
     if (use_shm && ctx->local_rank == 0)
         create_st = kn_shm_create(&sp);
@@ -134,9 +209,19 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
         if (st != KNIT_OK)
             return st;
     }
+    if (use_net) {
+        st = net_open(ctx);
+        if (st != KNIT_OK)
+            return st;
+    }
     st = fence(ctx);
     if (st != KNIT_OK)
         return st;
+    if (use_net) {
+        st = net_connect(ctx);
+        if (st != KNIT_OK)
+            return st;
+    }
     if (use_shm) {
         st = kn_shm_ready(ctx->shm_tl);
         if (st != KNIT_OK)
@@ -218,6 +303,11 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
     st = transports_start(ctx);
     if (st != KNIT_OK)
         goto err_boot;
+    kn_coll_params_t cp = {.ctx = ctx, .p2p = ctx->p2p, .rank = ctx->rank, .size = ctx->size,
+                           .node_of = ctx->node_of};
+    st = kn_coll_create(&cp, &ctx->coll); /* owns the world communicator */
+    if (st != KNIT_OK)
+        goto err_boot;
     the_ctx = ctx;
     *out = ctx;
     return KNIT_OK;
@@ -236,7 +326,11 @@ knit_status_t knit_finalize(knit_ctx_t *ctx)
 {
     if (!ctx || ctx != the_ctx || ctx->finalized)
         return KNIT_ERR_STATE;
+    if (ctx->net_tl)
+        kn_net_quiesce(ctx->net_tl); /* what we sent leaves before we stop progressing */
     knit_status_t st = kn_boot_fence(ctx->boot);
+    kn_coll_destroy(ctx->coll);
+    ctx->coll = NULL;
     transports_stop(ctx);
     knit_status_t st2 = kn_boot_finalize(ctx->boot);
     if (st == KNIT_OK)

@@ -23,6 +23,7 @@
 #include "shm/shm.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
@@ -65,6 +66,7 @@ typedef struct rank_area {
     uint64_t probe_addr;        /* address of a word holding PROBE_VALUE */
     _Alignas(KN_CACHELINE) _Atomic uint32_t sleeping;
     _Atomic uint32_t doorbell;
+    _Atomic uint32_t help_pending; /* peers asking this rank to help copy */
 } rank_area_t;
 
 typedef struct desc {
@@ -77,9 +79,36 @@ typedef struct desc {
 } desc_t;
 _Static_assert(sizeof(desc_t) == KN_CACHELINE, "a descriptor is one cache line");
 
+/*
+ * Cooperative copy.  A rank that copies a large block to or from a peer
+ * (a push or a pull) publishes it here, in its pair towards that peer, and
+ * raises the peer's help_pending count.  Both then take chunks: the
+ * initiator from the front, the helper (in its progress, when it is inside
+ * a knit call) from the back, so that two cores copy instead of one.  The
+ * claim word packs (generation, front, back): a helper that read a stale
+ * generation can never claim a chunk of a later copy.  The initiator
+ * returns only after every chunk the helper took is done.
+ */
+typedef struct coop {
+    _Atomic uint64_t claim;        /* gen:16 | front:24 | back:24 (chunk indices) */
+    _Atomic uint32_t active;       /* generation while published, else 0 */
+    _Atomic uint32_t helper_done;  /* chunks the helper finished */
+    _Atomic uint32_t error;        /* errno of a failed helper copy */
+    uint32_t write;                /* 1: data goes initiator -> helper */
+    uint64_t init_addr;            /* the block in the initiator's memory */
+    uint64_t help_addr;            /* the block in the helper's memory */
+    uint64_t len, chunk;
+} coop_t;
+
+#define COOP_GEN(c) ((uint32_t)((c) >> 48))
+#define COOP_FRONT(c) ((uint32_t)((c) >> 24) & 0xffffffu)
+#define COOP_BACK(c) ((uint32_t)(c)&0xffffffu)
+#define COOP_PACK(g, f, b) ((uint64_t)(g) << 48 | (uint64_t)(f) << 24 | (uint64_t)(b))
+
 typedef struct pair_ctl {
     _Alignas(KN_CACHELINE) _Atomic uint64_t tail;      /* consumer: next entry to read */
     _Alignas(KN_CACHELINE) _Atomic uint64_t slot_tail; /* consumer: slots released */
+    _Alignas(KN_CACHELINE) coop_t coop;                /* producer's cooperative copy */
 } pair_ctl_t;
 
 /* Process-local state of one pair, producer and consumer halves. */
@@ -105,11 +134,15 @@ typedef struct shm_tl {
     unsigned ring_entries, slots;
     size_t slot_size;
     unsigned char *rma_ok; /* [local_size] */
+    size_t coop_chunk;     /* 0: no cooperative copies */
+    uint16_t coop_gen;
     char mech[256];
     int unlinked;
 } shm_tl_t;
 
 static volatile uint64_t probe_word = PROBE_VALUE;
+
+static int coop_help(shm_tl_t *s);
 
 void kn_shm_segment_name(char *buf, size_t len, const char *jobid, int node)
 {
@@ -254,7 +287,7 @@ static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
 static int shm_progress(kn_tl_t *tl)
 {
     shm_tl_t *s = shm_of(tl);
-    int events = 0;
+    int events = coop_help(s);
     for (int li = 0; li < s->p.local_size; li++) {
         if (li == s->p.local_rank)
             continue;
@@ -296,6 +329,8 @@ static int shm_progress(kn_tl_t *tl)
  * last send found none. */
 static int shm_pending(shm_tl_t *s)
 {
+    if (atomic_load_explicit(&s->areas[s->p.local_rank].help_pending, memory_order_acquire))
+        return 1;
     for (int li = 0; li < s->p.local_size; li++) {
         if (li == s->p.local_rank)
             continue;
@@ -332,9 +367,8 @@ static unsigned shm_caps(kn_tl_t *tl, int peer)
 }
 
 /* One full copy by cross-memory attach (the kernel may stop short). */
-static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, uint64_t raddr, int write)
+static knit_status_t cma_raw(pid_t pid, int peer, void *local, size_t len, uint64_t raddr, int write)
 {
-    pid_t pid = atomic_load_explicit(&s->areas[local_index(s, peer)].pid, memory_order_relaxed);
     size_t done = 0;
     while (done < len) {
         struct iovec l = {(char *)local + done, len - done};
@@ -348,6 +382,107 @@ static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, ui
         done += (size_t)n;
     }
     return KNIT_OK;
+}
+
+static inline pid_t peer_pid(shm_tl_t *s, int li)
+{
+    return atomic_load_explicit(&s->areas[li].pid, memory_order_relaxed);
+}
+
+/* Help peers that published a cooperative copy towards us: take chunks
+ * from the back.  Returns chunks copied. */
+static int coop_help(shm_tl_t *s)
+{
+    rank_area_t *me = &s->areas[s->p.local_rank];
+    if (kn_likely(!atomic_load_explicit(&me->help_pending, memory_order_relaxed)))
+        return 0;
+    int events = 0;
+    for (int li = 0; li < s->p.local_size; li++) {
+        if (li == s->p.local_rank || !s->rma_ok[li])
+            continue;
+        coop_t *c = &s->in[li].ctl->coop;
+        uint32_t gen = atomic_load_explicit(&c->active, memory_order_acquire);
+        if (!gen)
+            continue;
+        uint64_t init_addr = c->init_addr, help_addr = c->help_addr, len = c->len, chunk = c->chunk;
+        int write = (int)c->write;
+        uint64_t cl = atomic_load_explicit(&c->claim, memory_order_acquire);
+        for (;;) {
+            if (COOP_GEN(cl) != (gen & 0xffff) || COOP_FRONT(cl) >= COOP_BACK(cl))
+                break;
+            uint32_t idx = COOP_BACK(cl) - 1;
+            if (!atomic_compare_exchange_weak_explicit(&c->claim, &cl, COOP_PACK(gen, COOP_FRONT(cl), idx),
+                                                       memory_order_acq_rel, memory_order_acquire))
+                continue;
+            uint64_t off = (uint64_t)idx * chunk, n = KN_MIN(chunk, len - off);
+            /* the mirror of the initiator's direction */
+            knit_status_t st = cma_raw(peer_pid(s, li), s->p.first_rank + li, (void *)(uintptr_t)(help_addr + off),
+                                       n, init_addr + off, !write);
+            if (st != KNIT_OK)
+                atomic_store_explicit(&c->error, EIO, memory_order_relaxed);
+            atomic_fetch_add_explicit(&c->helper_done, 1, memory_order_release);
+            events++;
+            cl = atomic_load_explicit(&c->claim, memory_order_acquire);
+        }
+    }
+    return events;
+}
+
+/* Copy with the peer's help when the block is large enough. */
+static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, uint64_t raddr, int write)
+{
+    int li = local_index(s, peer);
+    pid_t pid = peer_pid(s, li);
+    if (!s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li])
+        return cma_raw(pid, peer, local, len, raddr, write);
+    coop_t *c = &s->out[li].ctl->coop;
+    uint32_t nchunks = (uint32_t)((len + s->coop_chunk - 1) / s->coop_chunk);
+    if (nchunks >= (1u << 24))
+        return cma_raw(pid, peer, local, len, raddr, write);
+    uint16_t gen = ++s->coop_gen ? s->coop_gen : ++s->coop_gen; /* never 0 */
+    c->init_addr = (uint64_t)(uintptr_t)local;
+    c->help_addr = raddr;
+    c->len = len;
+    c->chunk = s->coop_chunk;
+    c->write = (uint32_t)write;
+    atomic_store_explicit(&c->helper_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->error, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->claim, COOP_PACK(gen, 0, nchunks), memory_order_relaxed);
+    atomic_store_explicit(&c->active, gen, memory_order_release);
+    rank_area_t *a = &s->areas[li];
+    atomic_fetch_add_explicit(&a->help_pending, 1, memory_order_acq_rel);
+    doorbell_ring(a); /* a sleeping peer wakes up and helps */
+
+    knit_status_t st = KNIT_OK;
+    uint32_t mine = 0;
+    uint64_t cl = atomic_load_explicit(&c->claim, memory_order_acquire);
+    while (COOP_FRONT(cl) < COOP_BACK(cl)) {
+        uint32_t idx = COOP_FRONT(cl);
+        if (!atomic_compare_exchange_weak_explicit(&c->claim, &cl, COOP_PACK(gen, idx + 1, COOP_BACK(cl)),
+                                                   memory_order_acq_rel, memory_order_acquire))
+            continue;
+        uint64_t off = (uint64_t)idx * s->coop_chunk, n = KN_MIN(s->coop_chunk, len - off);
+        knit_status_t r = cma_raw(pid, peer, (char *)local + off, n, raddr + off, write);
+        if (r != KNIT_OK && st == KNIT_OK)
+            st = r;
+        mine++;
+        cl = atomic_load_explicit(&c->claim, memory_order_acquire);
+    }
+    /* every chunk is claimed: wait for the helper's last ones */
+    uint32_t theirs = nchunks - mine;
+    for (unsigned spins = 0; atomic_load_explicit(&c->helper_done, memory_order_acquire) != theirs; spins++) {
+        if (spins < 1000)
+            kn_cpu_relax();
+        else
+            sched_yield();
+    }
+    atomic_store_explicit(&c->active, 0, memory_order_release);
+    atomic_fetch_sub_explicit(&a->help_pending, 1, memory_order_acq_rel);
+    if (st == KNIT_OK && atomic_load_explicit(&c->error, memory_order_relaxed)) {
+        kn_error("rank %d failed to copy its part of a block for this rank", peer);
+        st = KNIT_ERR_IO;
+    }
+    return st;
 }
 
 static knit_status_t shm_get(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr, uint64_t rkey,
@@ -459,6 +594,7 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
     s->base.max_inline = DESC_INLINE;
     s->base.max_payload = s->slot_size;
     s->base.bulk_inflight = 1;
+    s->coop_chunk = p->coop_chunk;
     s->base.recv_cb = cb;
     s->base.cb_arg = cb_arg;
     *out = &s->base;

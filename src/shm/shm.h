@@ -24,6 +24,7 @@ typedef struct kn_shm_params {
     int cma_mode;          /* 0 auto, 1 on, 2 off (KNIT_CMA) */
     unsigned ring_entries, slots;
     size_t slot_size;
+    size_t coop_chunk;     /* cooperative copies in chunks of this; 0 = off */
 } kn_shm_params_t;
 
 knit_status_t kn_shm_create(const kn_shm_params_t *p);

@@ -3,7 +3,7 @@
 # mechanisms.  Each line: PASS/FAIL <name>.
 set -u
 BUILD=${BUILD:-build}
-KNITRUN=${KNIT_BIN:-$BUILD/bin}/knitrun
+KNITRUN=${BIN_DIR:-$BUILD/bin}/knitrun
 PROG=$BUILD/tests/job/p2p_test
 fails=0
 

@@ -501,7 +501,10 @@ static int launch_proxy(int node)
     if (kp_spawn(&nd->launcher, argv.v, NULL, NULL, in[0]) < 0)
         goto out;
     nd->started = 1;
-    dprintf(in[1], "%s %d %s\n", J.cookie, node, J.addrs);
+    /* one short line into an empty pipe: never blocks; a launcher that
+     * already died is reported when it is reaped */
+    if (dprintf(in[1], "%s %d %s\n", J.cookie, node, J.addrs) < 0 && errno != EPIPE)
+        kn_error("write to the launch command of node %d: %m", node);
     rc = 0;
 out:
     if (in[0] >= 0)

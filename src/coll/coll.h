@@ -1,0 +1,171 @@
+/*
+ * Collectives on the hosts: communicators, reduction kernels, and the
+ * schedules every collective is built as.
+ *
+ * A collective is a schedule: rounds of steps (send, receive, local
+ * reduce, copy).  Starting a round runs its local steps in order, then
+ * posts its sends and receives; the round is over when they all
+ * completed, and the next one starts at once.  Active schedules hang on
+ * the engine's list and advance inside every progress call (a hook in
+ * the p2p engine), so a nonblocking collective moves forward in any knit
+ * call; a blocking collective is the same schedule waited on.
+ *
+ * Collective traffic uses context comm_id | KNIT_COLL_CTX_BIT and tag
+ * (seq << KN_COLL_SUB_BITS) | sub: seq counts the collectives started on
+ * the communicator (every member starts them in the same order), so
+ * concurrent collectives never take each other's messages; sub tells the
+ * phases of one collective apart.
+ */
+#ifndef KN_COLL_COLL_H
+#define KN_COLL_COLL_H
+
+#include "knit.h"
+#include "p2p/p2p.h"
+#include "util/list.h"
+
+#define KN_COLL_SUB_BITS 8
+#define KN_COLL_SEQ_MASK ((1u << (31 - KN_COLL_SUB_BITS)) - 1)
+
+typedef struct kn_coll kn_coll_t;
+
+typedef struct kn_coll_params {
+    knit_ctx_t *ctx;       /* the owner (knit_comm_create checks it) */
+    kn_p2p_t *p2p;
+    int rank, size;
+    const int *node_of;    /* [size] */
+} kn_coll_params_t;
+
+/* Called by the runtime core after the p2p engine is up / before it goes. */
+knit_status_t kn_coll_create(const kn_coll_params_t *p, kn_coll_t **out);
+void kn_coll_destroy(kn_coll_t *coll);
+
+/* The engine of a context (NULL if ctx is not the live context). */
+kn_coll_t *kn_coll_of(knit_ctx_t *ctx);
+kn_p2p_t *kn_coll_p2p(const kn_coll_t *c);
+int kn_coll_job_rank(const kn_coll_t *c);
+int kn_coll_job_size(const kn_coll_t *c);
+int kn_coll_node_of(const kn_coll_t *c, int job_rank);
+
+/* ---------------------------------------------------------- groups */
+
+/* An ordered set of job ranks the algorithms run over: a communicator, or
+ * the ranks of one node in it, or the node leaders. */
+typedef struct kn_grp {
+    int size, rank;         /* rank: my index, -1 if not a member */
+    const int *job;         /* [size] job ranks */
+} kn_grp_t;
+
+struct knit_comm {
+    kn_coll_t *coll;
+    uint32_t id, cid;       /* cid = id | KNIT_COLL_CTX_BIT */
+    uint32_t seq;           /* collectives started */
+    int is_world;           /* owned by the context: knit_comm_destroy ignores it */
+    kn_grp_t g;
+    int *ranks;             /* [size] job ranks */
+    /* node structure (computed at creation) */
+    int nnodes;             /* distinct nodes spanned */
+    int max_local;          /* most ranks on one node */
+    int node_contig;        /* every node holds a contiguous range of comm ranks */
+    kn_grp_t local;         /* my node's ranks, in comm order */
+    kn_grp_t leaders;       /* lowest comm rank of each node, in comm order */
+    int *local_cr;          /* [local.size] their comm ranks */
+    int *leader_cr;         /* [nnodes] */
+    int *node_idx;          /* [size] index of each comm rank's node in leaders */
+};
+
+/* ---------------------------------------------------------- reductions */
+
+typedef void (*kn_reduce_fn_t)(const void *in, void *inout, size_t count);
+/* The kernel for (op, dtype), NULL when the op does not apply. */
+kn_reduce_fn_t kn_coll_reduce_fn(knit_op_kind_t op, knit_dtype_t t);
+
+/* ---------------------------------------------------------- schedules */
+
+enum kn_step_kind {
+    KN_STEP_SEND = 1,
+    KN_STEP_RECV,
+    KN_STEP_COPY,       /* dst = src (len bytes) */
+    KN_STEP_REDUCE,     /* dst = src op dst (count elements) */
+    KN_STEP_REDUCE_R,   /* dst = dst op src; src is scratch and is clobbered */
+};
+
+typedef struct kn_step {
+    uint8_t kind, sub;
+    int peer;           /* job rank */
+    const void *src;
+    void *dst;
+    size_t len;         /* bytes (send, recv, copy) or elements (reduce) */
+} kn_step_t;
+
+typedef struct knit_coll_request kn_sched_t;
+
+struct knit_coll_request {
+    kn_list_t link;             /* coll->active */
+    kn_coll_t *coll;
+    uint32_t cid, tag;          /* tag = seq << KN_COLL_SUB_BITS */
+    kn_step_t *steps;
+    int nsteps, cap_steps;
+    int *round_end;             /* round i = steps [round_end[i-1], round_end[i]) */
+    int nrounds, cap_rounds;
+    int cur;                    /* round in progress */
+    knit_request_t **reqs;      /* of the current round */
+    int nreqs, cap_reqs;
+    void **allocs;              /* scratch buffers, freed at the end */
+    int nallocs, cap_allocs;
+    knit_dtype_t dtype;
+    knit_op_t op;
+    kn_reduce_fn_t fn;          /* predefined op kernel, NULL for user ops */
+    knit_status_t result;
+    int done, active;
+    int nomem;                  /* building failed: the schedule is invalid */
+};
+
+kn_sched_t *kn_sched_new(knit_comm_t *comm, knit_dtype_t dtype, const knit_op_t *op);
+void *kn_sched_alloc(kn_sched_t *s, size_t bytes);
+void kn_sched_send(kn_sched_t *s, const kn_grp_t *g, int peer, const void *buf, size_t len, int sub);
+void kn_sched_recv(kn_sched_t *s, const kn_grp_t *g, int peer, void *buf, size_t len, int sub);
+void kn_sched_copy(kn_sched_t *s, const void *src, void *dst, size_t len);
+/* dst = src op dst */
+void kn_sched_reduce(kn_sched_t *s, const void *src, void *dst, size_t count);
+/* dst = dst op src; src is scratch (its contents are lost) */
+void kn_sched_reduce_r(kn_sched_t *s, void *src, void *dst, size_t count);
+/* End the current round (no-op if it is empty). */
+void kn_sched_round(kn_sched_t *s);
+/* Start it (runs what can run now) and put it on the active list. */
+knit_status_t kn_sched_start(kn_sched_t *s);
+/* Run to completion and free; returns the collective's result. */
+knit_status_t kn_sched_wait(kn_sched_t *s);
+void kn_sched_free(kn_sched_t *s);
+
+/* ---------------------------------------------------------- algorithms
+ * Builders append one collective, over group g, to a schedule.  Buffers
+ * are byte pointers; counts are elements of s->dtype where they reduce,
+ * bytes otherwise.  Each ends its last round. */
+
+int kn_coll_commutative(const kn_sched_t *s);
+size_t kn_coll_esize(const kn_sched_t *s);
+
+void kn_alg_barrier_dissem(kn_sched_t *s, const kn_grp_t *g, int sub);
+void kn_alg_bcast_binomial(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t len, int root, int sub);
+void kn_alg_bcast_scatter_allgather(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t len, int root,
+                                    int sub);
+/* Reduce count elements of sbuf into rbuf at root (rbuf may be NULL
+ * elsewhere); sbuf == rbuf allowed at the root. */
+void kn_alg_reduce_binomial(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, void *rbuf, size_t count,
+                            int root, int sub);
+void kn_alg_reduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, void *rbuf,
+                                size_t count, int root, int sub);
+/* In-place on buf (every rank's input, every rank's result). */
+void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, int sub);
+void kn_alg_allreduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, int sub);
+void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, int sub);
+/* Allgather of blocks: block i (len[i] bytes at buf + off[i]) comes from
+ * rank i; mine is in place. */
+void kn_alg_allgatherv_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, const size_t *len,
+                            const size_t *off, int sub);
+/* Equal blocks of len bytes, in place in buf. */
+void kn_alg_allgather_rd(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub);
+void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub);
+void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub);
+
+#endif

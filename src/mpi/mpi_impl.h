@@ -1,0 +1,269 @@
+/*
+ * knit's MPI subset: internal interface between the files of src/mpi, and
+ * the surface the MPI bindings of the collectives use (look up a
+ * communicator, its knit_comm_t and context id; look up a datatype, its
+ * element type and layout; pack/unpack; raise an MPI error).
+ *
+ * src/mpi sits above the native API: it includes knit.h (and util headers
+ * for small helpers) and never a transport or engine header.
+ *
+ * Context ids: MPI_COMM_WORLD is 0, MPI_COMM_SELF 1, others are agreed on
+ * by the members at creation (an AND of the members' free-id masks, so the
+ * chosen id is free at every member).  A communicator's traffic uses
+ *   ctx_id                      its point-to-point messages
+ *   ctx_id | KN_MPI_CTX_INTERNAL  the MPI layer's own exchanges (creation)
+ *   ctx_id | KNIT_COLL_CTX_BIT    collectives (knit_comm_t, src/coll)
+ */
+#ifndef KN_MPI_IMPL_H
+#define KN_MPI_IMPL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include "knit.h"
+#include "mpi.h"
+
+#define KN_MPI_CTX_INTERNAL 0x40000000u
+#define KN_MPI_CTX_MAX 4096         /* context ids per process */
+#define KN_MPI_TAG_UB (KNIT_TAG_UB - 1) /* KNIT_TAG_UB is the layer's own tag */
+#define KN_MPI_TAG_INTERNAL KNIT_TAG_UB
+
+/* handle kinds (the byte above the index; mpi.h's KN_MPI_H) */
+enum {
+    KN_K_COMM = 1, KN_K_GROUP = 2, KN_K_TYPE = 3, KN_K_REQ = 4, KN_K_OP = 5, KN_K_ERRH = 6,
+    KN_K_INFO = 7, KN_K_MSG = 8, KN_K_WIN = 9, KN_K_KEYVAL = 12,
+};
+
+/* ------------------------------------------------------- handle tables */
+
+typedef struct kn_mpi_tbl {
+    int kind;
+    int cap, used;     /* slots allocated, slots ever handed out */
+    void **slot;
+    int *free_idx;     /* stack of released indexes */
+    int nfree;
+} kn_mpi_tbl_t;
+
+/* Object behind handle h, or NULL if h is not a live handle of this table. */
+static inline void *kn_mpi_tbl_get(const kn_mpi_tbl_t *t, int h)
+{
+    unsigned u = (unsigned)h;
+    if ((u & 0xff000000u) != (0x40000000u | ((unsigned)t->kind << 24)))
+        return NULL;
+    unsigned idx = u & 0xffffffu;
+    return idx < (unsigned)t->used ? t->slot[idx] : NULL;
+}
+/* Store obj under a new handle (reserved: a predefined index, or -1). */
+int kn_mpi_tbl_add(kn_mpi_tbl_t *t, void *obj, int idx);
+void kn_mpi_tbl_del(kn_mpi_tbl_t *t, int h);
+void kn_mpi_tbl_destroy(kn_mpi_tbl_t *t);
+
+/* ---------------------------------------------------------- attributes */
+
+typedef struct kn_mpi_attr {
+    struct kn_mpi_attr *next;
+    int keyval;
+    void *val;
+} kn_mpi_attr_t;
+
+/* ------------------------------------------------------------- objects */
+
+typedef struct kn_mpi_group {
+    int n;
+    int *ranks;          /* job ranks */
+    int refs;
+} kn_mpi_group_t;
+
+typedef struct kn_mpi_comm {
+    MPI_Comm handle;
+    uint32_t ctx_id;
+    int rank, size;
+    int *ranks;          /* [size] comm rank -> job rank */
+    int *job2comm;       /* [job size] job rank -> comm rank or -1 */
+    knit_comm_t *kc;     /* for collectives (NULL until knit_comm_create exists) */
+    MPI_Errhandler errh;
+    int refs;            /* the handle + pending requests */
+    int freed;           /* MPI_Comm_free called: handle gone */
+    kn_mpi_attr_t *attrs;
+    MPI_Info info;
+    void *coll;          /* private slot of the collectives layer */
+    char name[MPI_MAX_OBJECT_NAME];
+} kn_mpi_comm_t;
+
+/* One run of the flattened layout: count blocks of blen bytes, at disp,
+ * disp + stride, ...  (typemap order). */
+typedef struct kn_seg {
+    MPI_Aint disp;
+    size_t blen;
+    size_t count;
+    MPI_Aint stride;
+} kn_seg_t;
+
+/* A run of basic elements in typemap order (for MPI_Get_elements). */
+typedef struct kn_run {
+    size_t bytes;
+    size_t esize;
+} kn_run_t;
+
+typedef struct kn_mpi_type {
+    MPI_Datatype handle;
+    int predefined;
+    int committed;
+    int refs, urefs;      /* all references; the user's handles */
+    size_t size;          /* bytes of data in one element */
+    MPI_Aint lb, extent, true_lb, true_ub;
+    size_t align;         /* for struct extents (C struct padding) */
+    int contig;           /* count elements are size*count bytes from buf + true_lb */
+    int nseg;
+    kn_seg_t *seg;
+    int nrun;
+    kn_run_t *run;
+    size_t nelem;         /* basic elements per element */
+    int prim;             /* predefined type index every element is made of, or 0 */
+    int kdt;              /* knit_dtype_t of prim, or -1 */
+    /* constructor (MPI_Type_get_envelope / get_contents) */
+    int combiner, ni, na, nt;
+    int *ints;
+    MPI_Aint *aints;
+    MPI_Datatype *types;
+    kn_mpi_attr_t *attrs;
+    char name[MPI_MAX_OBJECT_NAME];
+} kn_mpi_type_t;
+
+/* A request of the MPI layer. */
+enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE };
+enum { KN_MODE_STD = 0, KN_MODE_SYNC, KN_MODE_READY, KN_MODE_BUF };
+typedef struct kn_mpi_req {
+    MPI_Request handle;
+    int kind;
+    int persistent, active;
+    int mode;
+    knit_request_t *kr;   /* the engine's request while one is in flight */
+    kn_mpi_comm_t *comm;
+    kn_mpi_type_t *type;
+    void *buf;
+    int count, peer, tag; /* peer: comm rank or MPI_PROC_NULL / ANY_SOURCE */
+    void *tmp;            /* packed copy (non-contiguous layouts) */
+    MPI_Status done_st;   /* KN_RQ_DONE: the status to report */
+    int freeing;          /* MPI_Request_free on an active request */
+    int cancel_failed;
+    struct kn_mpi_req *next_detached;
+} kn_mpi_req_t;
+
+typedef struct kn_mpi_errh {
+    int kind;             /* 0 fatal, 1 return, 2 abort, 3 user */
+    MPI_Comm_errhandler_function *fn;
+    int refs;
+} kn_mpi_errh_t;
+
+typedef struct kn_mpi_keyval {
+    int kind;             /* KN_K_COMM, KN_K_TYPE, KN_K_WIN */
+    void *copy_fn, *delete_fn;
+    void *extra;
+    int refs;             /* the handle + attributes set with it */
+} kn_mpi_keyval_t;
+
+/* ------------------------------------------------------- global state */
+
+typedef struct kn_mpi_state {
+    knit_ctx_t *ctx;
+    int initialized, finalized;
+    int rank, size;
+    int thread_level;
+    pthread_t main_thread;
+    kn_mpi_tbl_t comms, groups, types, reqs, errhs, infos, msgs, keyvals;
+    uint32_t ctx_used[KN_MPI_CTX_MAX / 32];
+    kn_mpi_req_t *detached;   /* freed while active, buffered sends */
+    int self_errh_set;        /* MPI_COMM_SELF's handler was set by the user */
+} kn_mpi_state_t;
+
+extern kn_mpi_state_t kn_mpi;
+
+/* --------------------------------------------------------------- errors */
+
+/* Raise error class cls from function fn (its MPI name) on communicator c
+ * (NULL: an error tied to no communicator).  Calls the handler: returns
+ * cls under MPI_ERRORS_RETURN or a user handler; ends the job under
+ * MPI_ERRORS_ARE_FATAL / MPI_ERRORS_ABORT with "fn: class text: detail". */
+int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The MPI class for a knit status. */
+int kn_mpi_class_of(knit_status_t st);
+const char *kn_mpi_class_text(int cls);
+
+void kn_mpi_errhs_init(void);
+void kn_mpi_errh_retain(MPI_Errhandler h);
+void kn_mpi_errh_release(MPI_Errhandler h);
+
+/* Every function starts with this: MPI must be initialized and not finalized. */
+int kn_mpi_not_ready(const char *fn);
+#define KN_MPI_READY()                                      \
+    do {                                                    \
+        if (__builtin_expect(!kn_mpi.initialized || kn_mpi.finalized, 0)) \
+            return kn_mpi_not_ready(__func__);              \
+    } while (0)
+
+/* ---------------------------------------------------------- lookups */
+
+static inline kn_mpi_comm_t *kn_mpi_comm(MPI_Comm h)
+{
+    kn_mpi_comm_t *c = kn_mpi_tbl_get(&kn_mpi.comms, h);
+    return c && !c->freed ? c : NULL;
+}
+static inline kn_mpi_type_t *kn_mpi_type(MPI_Datatype h)
+{
+    kn_mpi_type_t *t = kn_mpi_tbl_get(&kn_mpi.types, h);
+    return t && t->urefs > 0 ? t : NULL;
+}
+/* Lookups that raise the error themselves (NULL: error raised, *err set). */
+kn_mpi_comm_t *kn_mpi_comm_arg(MPI_Comm h, const char *fn, int *err);
+/* A datatype usable for communication: valid and committed. */
+kn_mpi_type_t *kn_mpi_type_arg(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err);
+
+/* ------------------------------------------------------------ datatypes */
+
+void kn_mpi_types_init(void);
+void kn_mpi_types_fini(void);
+void kn_mpi_type_ref(kn_mpi_type_t *t);
+void kn_mpi_type_unref(kn_mpi_type_t *t);
+/* Pack count elements at buf into out (size*count bytes). */
+void kn_mpi_pack(const kn_mpi_type_t *t, const void *buf, size_t count, void *out);
+/* Unpack the first nbytes of in (at most size*count) into count elements at buf. */
+void kn_mpi_unpack(const kn_mpi_type_t *t, const void *in, size_t nbytes, void *buf, size_t count);
+/* Basic elements in the first nbytes of the layout; -1 if nbytes ends
+ * inside an element. */
+MPI_Count kn_mpi_type_elements(const kn_mpi_type_t *t, size_t nbytes);
+/* The buffer argument check shared by every call: NULL with data is an
+ * error unless the layout is absolute (MPI_BOTTOM). */
+static inline int kn_mpi_bad_buffer(const void *buf, int count, const kn_mpi_type_t *t)
+{
+    return !buf && count > 0 && t->size > 0 && t->true_lb == 0;
+}
+
+/* -------------------------------------------------------- communicators */
+
+void kn_mpi_comm_ref(kn_mpi_comm_t *c);
+void kn_mpi_comm_unref(kn_mpi_comm_t *c);
+/* Build the predefined communicators and groups. */
+int kn_mpi_comms_init(void);
+void kn_mpi_comms_fini(void);
+const char *kn_mpi_comm_label(const kn_mpi_comm_t *c); /* its name, for messages */
+
+/* ------------------------------------------------------------ attributes */
+
+/* Copy (dup) or delete the attributes of an object through the keyvals'
+ * callbacks.  kind: KN_K_COMM or KN_K_TYPE; h the object's handle. */
+int kn_mpi_attrs_copy(int kind, int h, kn_mpi_attr_t *from, kn_mpi_attr_t **to);
+int kn_mpi_attrs_delete(int kind, int h, kn_mpi_attr_t **list);
+
+/* ------------------------------------------------------------- requests */
+
+void kn_mpi_reqs_poll_detached(int wait);
+void kn_mpi_bsend_fini(void);
+
+/* --------------------------------------------------------------- info */
+void kn_mpi_infos_fini(void);
+
+#endif

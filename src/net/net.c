@@ -1,0 +1,1354 @@
+/*
+ * Network transport over libfabric (RDM endpoints, one CQ, an AV table).
+ *
+ * Wire format.  Every message is a net_hdr_t (8 bytes), then for packets
+ * the engine's kn_pkt_hdr_t (24 bytes) and the payload:
+ *
+ *   ver_kind  version (high nibble) and kind (PKT or CREDIT)
+ *   credits   receive buffers the sender freed for us since its last message
+ *   seq       message number from this sender to us (mod 2^16)
+ *   src       the sender's job rank
+ *
+ * Credits.  A rank posts credits+3 bounce buffers per network peer into its
+ * endpoint's (shared) receive queue; each peer may have at most `credits`
+ * packets in flight to it.  A freed buffer is owed back to its sender and
+ * returned piggybacked on the next packet to it, or, once half the credits
+ * are owed, in an explicit CREDIT message.  CREDIT messages take no credit:
+ * a peer can have at most two of them unread by us (it sends one per
+ * credits/2 packets it read, and we need the credits of one to send more),
+ * which is what two extra buffers per peer are for; the third takes the
+ * one tracked CREDIT of kn_net_quiesce.  So no message ever finds no
+ * buffer.
+ *
+ * Order.  The engine needs packets in order per sender.  Messages carry a
+ * sequence number; one that arrives early (a provider without
+ * FI_ORDER_SAS, or completions reported out of order) is held in its
+ * bounce buffer until the missing ones are delivered.  At most credits+3
+ * messages from a peer are in flight, so a window of that size suffices.
+ *
+ * Bulk.  get = fi_read from the peer's registered buffer (pull), put =
+ * fi_write into it (push); local buffers get a descriptor from the
+ * registration cache when the provider wants FI_MR_LOCAL.  The engine sends
+ * PUSHED after our write completions: when the provider does not order
+ * sends after writes (FI_ORDER_WAS), writes ask for FI_DELIVERY_COMPLETE so
+ * that a completion means the data is in place.  An RDMA operation the
+ * provider cannot take now (-FI_EAGAIN) waits in a retry list.
+ *
+ * Registration cache: see rcache_*() below and docs/net.md.
+ */
+#include "net/net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "util/compiler.h"
+#include "util/list.h"
+#include "util/log.h"
+#include "util/pool.h"
+#include "util/time.h"
+
+#define NET_VERSION 1
+#define NK_PKT 1
+#define NK_CREDIT 2
+#define FI_VER FI_VERSION(1, 9)
+#define PAGE 4096ul
+
+typedef struct net_hdr {
+    uint8_t ver_kind;
+    uint8_t credits;
+    uint16_t seq;
+    uint32_t src;
+} net_hdr_t;
+_Static_assert(sizeof(net_hdr_t) == 8, "net header is 8 bytes");
+
+#define NET_HDRS (sizeof(net_hdr_t) + sizeof(kn_pkt_hdr_t))
+
+enum op_kind { OP_RX = 1, OP_TX, OP_RMA };
+
+/* Every operation context starts with the provider's scratch space
+ * (FI_CONTEXT / FI_CONTEXT2 modes). */
+typedef struct net_op {
+    struct fi_context2 fctx;
+    uint8_t kind;
+    int peer;
+} net_op_t;
+
+typedef struct rx_buf {
+    net_op_t op;
+    char *buf;
+    size_t len;       /* of the message held in it */
+    int held;
+} rx_buf_t;
+
+typedef struct tx_buf {
+    net_op_t op;
+    char *buf;
+    struct tx_buf *next;
+} tx_buf_t;
+
+typedef struct rc_entry {
+    kn_list_t link;   /* in the cache (MRU first), or alone once dead */
+    uintptr_t start, end;
+    struct fid_mr *mr;
+    void *desc;
+    uint64_t key;
+    unsigned refs;
+    int dead;         /* out of the cache: closed when the last user lets go */
+    uint64_t *pfns;   /* page frames at registration (verify mode) */
+} rc_entry_t;
+
+typedef struct rma_op {
+    net_op_t op;
+    kn_list_t link;   /* retry list */
+    kn_tl_comp_t *comp;
+    rc_entry_t *lreg;
+    int write;
+    void *local;
+    size_t len;
+    uint64_t raddr, rkey;
+} rma_op_t;
+
+typedef struct net_peer {
+    fi_addr_t addr;
+    int on;               /* reached by this transport */
+    unsigned credits;     /* packets we may still send to it */
+    unsigned owed;        /* its buffers we freed and not yet told it */
+    uint16_t tx_seq, rx_seq;
+    rx_buf_t **held;      /* [window]: early messages */
+    unsigned nheld;
+    int alive;            /* heard from it (or an operation to it completed) */
+    unsigned outstanding; /* our operations to it not completed */
+    uint64_t stall_since; /* first unanswered operation while !alive */
+    int credit_pending;   /* an explicit CREDIT could not be sent yet */
+    int injected;         /* fi_inject since the last tracked send */
+} net_peer_t;
+
+typedef struct net_tl {
+    kn_tl_t base;
+    kn_net_params_t p;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    int cq_fd;                 /* wait fd of the CQ, -1 without */
+    int mr_local, mr_endpoint, mr_prov_key, mr_virt;
+    int write_dc;              /* writes need FI_DELIVERY_COMPLETE */
+    size_t inject_max;         /* whole message through fi_inject up to this */
+    size_t rx_size;            /* bytes of one bounce buffer (headers included) */
+    net_peer_t *peers;
+    unsigned window;
+    unsigned npeers;
+    /* buffers */
+    char *rx_slab, *tx_slab;
+    rx_buf_t *rx;
+    unsigned nrx;
+    struct fid_mr *rx_mr, *tx_mr;
+    tx_buf_t *tx, *tx_free;
+    kn_list_t repost;           /* rx_buf_t waiting to be posted again (as net_op via held=2) */
+    rx_buf_t **repost_q;
+    unsigned nrepost;
+    kn_pool_t rma_pool;
+    kn_list_t rma_retry;
+    int credit_work;            /* some peer has credit_pending */
+    uint64_t next_key;
+    /* registration cache */
+    kn_list_t rc_lru;
+    size_t rc_bytes, rc_entries;
+    int rc_verify, rc_enabled;
+    int pagemap_fd;
+    uint64_t rc_hits, rc_misses, rc_evictions, rc_invalidations;
+    /* connection set-up watch */
+    unsigned idle_polls;
+    char desc[256];
+} net_tl_t;
+
+static inline net_tl_t *net_of(kn_tl_t *tl)
+{
+    return (net_tl_t *)tl;
+}
+
+static void net_fatal(net_tl_t *n, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void net_fatal(net_tl_t *n, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    kn_error("%s", msg);
+    if (n->p.fatal)
+        n->p.fatal(n->p.fatal_arg, msg);
+    abort();
+}
+
+/* ---------------------------------------------------- registration cache */
+
+/*
+ * Pin-down cache.  Registrations are kept (keyed by page-aligned address
+ * range; a hit is any cached range that contains the request) until the
+ * cache holds more than rcache_max bytes, then the least recently used
+ * ones nobody uses are closed.
+ *
+ * Invalidation.  A cached registration goes stale when its pages change
+ * under the same addresses (free, then a new mmap at the same place).  For
+ * providers that reach memory by virtual address at transfer time (tcp,
+ * udp, shm, sockets: no FI_MR_ALLOCATED) a stale entry is harmless: it
+ * only authorizes the address range, and the transfer reads whatever pages
+ * are mapped there now.  For providers that pin pages (FI_MR_ALLOCATED:
+ * verbs, efa, ...) every hit compares the page frames of the range
+ * (/proc/self/pagemap) with those recorded at registration and registers
+ * again when they differ.  Where page frames are hidden (no
+ * CAP_SYS_ADMIN) such providers get no knit cache: every use registers
+ * afresh, and the provider's own cache (with its memory monitor) makes
+ * that cheap.  KNIT_RCACHE_VERIFY=pagemap forces the check, off trusts the
+ * cache.
+ */
+#define PM_PFN_MASK ((1ull << 55) - 1)
+#define PM_PRESENT (1ull << 63)
+
+static int pagemap_read(net_tl_t *n, uintptr_t start, size_t npages, uint64_t *out)
+{
+    size_t want = npages * sizeof(uint64_t);
+    off_t off = (off_t)(start / PAGE * sizeof(uint64_t));
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(n->pagemap_fd, (char *)out + got, want - got, off + (off_t)got);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    for (size_t i = 0; i < npages; i++)
+        out[i] = (out[i] & PM_PRESENT) ? (out[i] & PM_PFN_MASK) | PM_PRESENT : 0;
+    return 0;
+}
+
+/* Are page frame numbers visible to this process? */
+static int pagemap_usable(net_tl_t *n)
+{
+    if (n->pagemap_fd < 0)
+        return 0;
+    static volatile uint64_t probe = 1;
+    probe++;
+    uint64_t v;
+    if (pagemap_read(n, (uintptr_t)&probe & ~(PAGE - 1), 1, &v) < 0)
+        return 0;
+    return (v & PM_PFN_MASK) != 0;
+}
+
+static void rc_close(net_tl_t *n, rc_entry_t *e)
+{
+    int rc = fi_close(&e->mr->fid);
+    if (rc)
+        kn_warn("fi_close of a memory registration: %s", fi_strerror(-rc));
+    free(e->pfns);
+    free(e);
+    (void)n;
+}
+
+static void rc_unlink(net_tl_t *n, rc_entry_t *e)
+{
+    kn_list_del(&e->link);
+    kn_list_init(&e->link);
+    e->dead = 1;
+    n->rc_bytes -= e->end - e->start;
+    n->rc_entries--;
+}
+
+static void rc_evict(net_tl_t *n)
+{
+    kn_list_t *pos = n->rc_lru.prev;
+    while (n->rc_bytes > n->p.rcache_max && pos != &n->rc_lru) {
+        rc_entry_t *e = kn_list_entry(pos, rc_entry_t, link);
+        pos = pos->prev;
+        if (e->refs)
+            continue;
+        rc_unlink(n, e);
+        n->rc_evictions++;
+        rc_close(n, e);
+    }
+}
+
+static knit_status_t mr_register(net_tl_t *n, void *buf, size_t len, struct fid_mr **mr)
+{
+    uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    int rc;
+    for (int tries = 0;; tries++) {
+        /* our own keys: the (page-aligned) start of the region in the high
+         * bits, so a peer can turn addresses into offsets (no
+         * FI_MR_VIRT_ADDR); a counter below keeps them unique */
+        uint64_t key = n->mr_prov_key ? 0 : ((uintptr_t)buf & ~(PAGE - 1)) | (n->next_key++ & (PAGE - 1));
+        rc = fi_mr_reg(n->domain, buf, len, access, 0, key, 0, mr, NULL);
+        if (rc != -FI_ENOKEY || n->mr_prov_key || tries > 64)
+            break;
+    }
+    if (rc) {
+        kn_error("fi_mr_reg of %zu bytes at %p: %s", len, buf, fi_strerror(-rc));
+        return KNIT_ERR_FABRIC;
+    }
+    if (n->mr_endpoint) {
+        rc = fi_mr_bind(*mr, &n->ep->fid, 0);
+        if (!rc)
+            rc = fi_mr_enable(*mr);
+        if (rc) {
+            kn_error("binding a memory registration to the endpoint: %s", fi_strerror(-rc));
+            fi_close(&(*mr)->fid);
+            return KNIT_ERR_FABRIC;
+        }
+    }
+    return KNIT_OK;
+}
+
+static knit_status_t rcache_get(net_tl_t *n, const void *buf, size_t len, rc_entry_t **out)
+{
+    uintptr_t start = (uintptr_t)buf & ~(PAGE - 1);
+    uintptr_t end = KN_ALIGN_UP((uintptr_t)buf + (len ? len : 1), PAGE);
+    size_t npages = (end - start) / PAGE;
+    uint64_t *pfns = NULL;
+    if (n->rc_verify) {
+        pfns = malloc(npages * sizeof(*pfns));
+        if (!pfns)
+            return KNIT_ERR_NOMEM;
+        if (pagemap_read(n, start, npages, pfns) < 0) {
+            kn_error("reading /proc/self/pagemap: %m");
+            free(pfns);
+            return KNIT_ERR_IO;
+        }
+    }
+    if (n->rc_enabled) {
+        kn_list_t *pos;
+        kn_list_for_each(pos, &n->rc_lru) {
+            rc_entry_t *e = kn_list_entry(pos, rc_entry_t, link);
+            if (e->start > start || e->end < end)
+                continue;
+            if (pfns && memcmp(pfns, e->pfns + (start - e->start) / PAGE, npages * sizeof(*pfns))) {
+                /* other pages behind the same addresses now: stale */
+                kn_debug("rcache: pages behind [%#lx, %#lx) changed, registering again",
+                         (unsigned long)e->start, (unsigned long)e->end);
+                n->rc_invalidations++;
+                rc_unlink(n, e);
+                if (!e->refs)
+                    rc_close(n, e);
+                break;
+            }
+            kn_list_del(&e->link);
+            kn_list_push_front(&n->rc_lru, &e->link);
+            e->refs++;
+            n->rc_hits++;
+            free(pfns);
+            *out = e;
+            return KNIT_OK;
+        }
+    }
+    n->rc_misses++;
+    rc_entry_t *e = calloc(1, sizeof(*e));
+    if (!e) {
+        free(pfns);
+        return KNIT_ERR_NOMEM;
+    }
+    knit_status_t st = mr_register(n, (void *)start, end - start, &e->mr);
+    if (st != KNIT_OK) {
+        free(pfns);
+        free(e);
+        return st;
+    }
+    if (pfns) {
+        /* registration may have faulted pages in: record them as pinned */
+        if (pagemap_read(n, start, npages, pfns) < 0) {
+            kn_error("reading /proc/self/pagemap: %m");
+            fi_close(&e->mr->fid);
+            free(pfns);
+            free(e);
+            return KNIT_ERR_IO;
+        }
+    }
+    e->start = start;
+    e->end = end;
+    e->desc = fi_mr_desc(e->mr);
+    e->key = fi_mr_key(e->mr);
+    e->pfns = pfns;
+    e->refs = 1;
+    if (e->key == FI_KEY_NOTAVAIL) {
+        kn_error("provider %s uses memory keys wider than 64 bits (not supported)", n->info->fabric_attr->prov_name);
+        rc_close(n, e);
+        return KNIT_ERR_NOT_SUPPORTED;
+    }
+    if (n->rc_enabled) {
+        kn_list_push_front(&n->rc_lru, &e->link);
+        n->rc_bytes += end - start;
+        n->rc_entries++;
+        rc_evict(n);
+    } else {
+        kn_list_init(&e->link);
+        e->dead = 1;
+    }
+    *out = e;
+    return KNIT_OK;
+}
+
+static void rcache_put(net_tl_t *n, rc_entry_t *e)
+{
+    if (--e->refs)
+        return;
+    if (e->dead)
+        rc_close(n, e);
+    else if (n->rc_bytes > n->p.rcache_max)
+        rc_evict(n);
+}
+
+void kn_net_rcache_stats(kn_tl_t *tl, kn_net_rcache_stats_t *st)
+{
+    net_tl_t *n = net_of(tl);
+    st->hits = n->rc_hits;
+    st->misses = n->rc_misses;
+    st->evictions = n->rc_evictions;
+    st->invalidations = n->rc_invalidations;
+    st->bytes = n->rc_bytes;
+    st->entries = n->rc_entries;
+    st->verify = n->rc_verify;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static void peer_stall(net_tl_t *n, net_peer_t *pe)
+{
+    if (!pe->alive && !pe->stall_since && n->p.timeout_ns)
+        pe->stall_since = kn_time_ns();
+}
+
+static void peer_heard(net_peer_t *pe)
+{
+    pe->alive = 1;
+    pe->stall_since = 0;
+}
+
+static int peer_index(net_tl_t *n, net_peer_t *pe)
+{
+    return (int)(pe - n->peers);
+}
+
+static void post_rx(net_tl_t *n, rx_buf_t *b)
+{
+    b->held = 0;
+    ssize_t rc = fi_recv(n->ep, b->buf, n->rx_size, n->rx_mr ? fi_mr_desc(n->rx_mr) : NULL, FI_ADDR_UNSPEC,
+                         &b->op.fctx);
+    if (rc == 0)
+        return;
+    if (rc != -FI_EAGAIN)
+        net_fatal(n, "rank %d: posting a receive buffer: %s", n->p.rank, fi_strerror((int)-rc));
+    n->repost_q[n->nrepost++] = b; /* posted again from progress */
+}
+
+/* Send an explicit CREDIT message (no credit needed). */
+static void send_credit(net_tl_t *n, net_peer_t *pe)
+{
+    net_hdr_t h = {.ver_kind = NET_VERSION << 4 | NK_CREDIT,
+                   .credits = (uint8_t)pe->owed,
+                   .seq = pe->tx_seq,
+                   .src = (uint32_t)n->p.rank};
+    ssize_t rc = fi_inject(n->ep, &h, sizeof(h), pe->addr);
+    if (rc == 0) {
+        pe->tx_seq++;
+        pe->owed = 0;
+        pe->credit_pending = 0;
+        pe->injected = 1;
+        return;
+    }
+    if (rc != -FI_EAGAIN)
+        net_fatal(n, "rank %d: returning credits to rank %d: %s", n->p.rank, peer_index(n, pe),
+                  fi_strerror((int)-rc));
+    pe->credit_pending = 1;
+    n->credit_work = 1;
+    peer_stall(n, pe);
+}
+
+/* ------------------------------------------------------------ send */
+
+static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, const void *payload, size_t len)
+{
+    net_tl_t *n = net_of(tl);
+    net_peer_t *pe = &n->peers[peer];
+    if (kn_unlikely(pe->credits == 0))
+        return KNIT_ERR_AGAIN;
+    if (kn_unlikely(len > tl->max_payload))
+        return KNIT_ERR_INVAL;
+    size_t total = NET_HDRS + len;
+    unsigned give = KN_MIN(pe->owed, 255u);
+    net_hdr_t h = {.ver_kind = NET_VERSION << 4 | NK_PKT,
+                   .credits = (uint8_t)give,
+                   .seq = pe->tx_seq,
+                   .src = (uint32_t)n->p.rank};
+    ssize_t rc;
+    if (total <= n->inject_max) {
+        char msg[256];
+        memcpy(msg, &h, sizeof(h));
+        memcpy(msg + sizeof(h), hdr, sizeof(*hdr));
+        if (len)
+            memcpy(msg + NET_HDRS, payload, len);
+        rc = fi_inject(n->ep, msg, total, pe->addr);
+        if (rc == 0)
+            pe->injected = 1;
+    } else {
+        tx_buf_t *t = n->tx_free;
+        if (!t)
+            return KNIT_ERR_AGAIN; /* progress frees some */
+        memcpy(t->buf, &h, sizeof(h));
+        memcpy(t->buf + sizeof(h), hdr, sizeof(*hdr));
+        memcpy(t->buf + NET_HDRS, payload, len);
+        t->op.peer = peer;
+        rc = fi_send(n->ep, t->buf, total, n->tx_mr ? fi_mr_desc(n->tx_mr) : NULL, pe->addr, &t->op.fctx);
+        if (rc == 0) {
+            n->tx_free = t->next;
+            pe->outstanding++;
+            pe->injected = 0;
+        }
+    }
+    if (kn_likely(rc == 0)) {
+        pe->tx_seq++;
+        pe->credits--;
+        pe->owed -= give;
+        return KNIT_OK;
+    }
+    if (rc == -FI_EAGAIN) {
+        peer_stall(n, pe);
+        return KNIT_ERR_AGAIN;
+    }
+    kn_error("sending %zu bytes to rank %d: %s", total, peer, fi_strerror((int)-rc));
+    return rc == -FI_ECONNREFUSED || rc == -FI_ECONNRESET || rc == -FI_ENOTCONN || rc == -FI_EHOSTUNREACH
+               ? KNIT_ERR_PEER
+               : KNIT_ERR_FABRIC;
+}
+
+/* ------------------------------------------------------------- RDMA */
+
+static ssize_t rma_post(net_tl_t *n, rma_op_t *o)
+{
+    net_peer_t *pe = &n->peers[o->op.peer];
+    void *desc = o->lreg ? o->lreg->desc : NULL;
+    if (!o->write)
+        return fi_read(n->ep, o->local, o->len, desc, pe->addr, o->raddr, o->rkey, &o->op.fctx);
+    if (!n->write_dc)
+        return fi_write(n->ep, o->local, o->len, desc, pe->addr, o->raddr, o->rkey, &o->op.fctx);
+    struct iovec iov = {o->local, o->len};
+    struct fi_rma_iov riov = {o->raddr, o->len, o->rkey};
+    struct fi_msg_rma msg = {
+        .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = pe->addr,
+        .rma_iov = &riov, .rma_iov_count = 1, .context = &o->op.fctx,
+    };
+    return fi_writemsg(n->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+}
+
+static knit_status_t net_rma(net_tl_t *n, int peer, int write, void *local, size_t len, uint64_t raddr,
+                             uint64_t rkey, kn_tl_comp_t *comp)
+{
+    rma_op_t *o = kn_pool_get(&n->rma_pool);
+    if (!o)
+        return KNIT_ERR_NOMEM;
+    memset(o, 0, sizeof(*o));
+    o->op.kind = OP_RMA;
+    o->op.peer = peer;
+    o->comp = comp;
+    o->write = write;
+    o->local = local;
+    o->len = len;
+    o->raddr = n->mr_virt ? raddr : raddr - (rkey & ~(PAGE - 1)); /* offset (see mr_register) */
+    o->rkey = rkey;
+    kn_list_init(&o->link);
+    if (n->mr_local) {
+        knit_status_t st = rcache_get(n, local, len, &o->lreg);
+        if (st != KNIT_OK) {
+            kn_pool_put(&n->rma_pool, o);
+            return st;
+        }
+    }
+    net_peer_t *pe = &n->peers[peer];
+    pe->outstanding++;
+    ssize_t rc = rma_post(n, o);
+    if (rc == -FI_EAGAIN) {
+        kn_list_push_back(&n->rma_retry, &o->link);
+        peer_stall(n, pe);
+        return KNIT_INPROGRESS;
+    }
+    if (rc) {
+        kn_error("RDMA %s of %zu bytes %s rank %d: %s", write ? "write" : "read", len, write ? "to" : "from", peer,
+                 fi_strerror((int)-rc));
+        pe->outstanding--;
+        if (o->lreg)
+            rcache_put(n, o->lreg);
+        kn_pool_put(&n->rma_pool, o);
+        return KNIT_ERR_FABRIC;
+    }
+    return KNIT_INPROGRESS;
+}
+
+static knit_status_t net_get(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr, uint64_t rkey,
+                             kn_tl_comp_t *comp)
+{
+    return net_rma(net_of(tl), peer, 0, local, len, raddr, rkey, comp);
+}
+
+static knit_status_t net_put(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
+                             uint64_t rkey, kn_tl_comp_t *comp)
+{
+    return net_rma(net_of(tl), peer, 1, (void *)local, len, raddr, rkey, comp);
+}
+
+static knit_status_t net_mem_reg(kn_tl_t *tl, const void *buf, size_t len, uint64_t *rkey, void **memh)
+{
+    net_tl_t *n = net_of(tl);
+    rc_entry_t *e;
+    knit_status_t st = rcache_get(n, buf, len, &e);
+    if (st != KNIT_OK)
+        return st;
+    *rkey = e->key;
+    *memh = e;
+    return KNIT_OK;
+}
+
+static void net_mem_dereg(kn_tl_t *tl, void *memh)
+{
+    rcache_put(net_of(tl), memh);
+}
+
+static unsigned net_caps(kn_tl_t *tl, int peer)
+{
+    (void)tl, (void)peer;
+    return KN_TL_CAP_RMA;
+}
+
+/* ------------------------------------------------------------ progress */
+
+/* A message in order from its sender: credits, then the packet. */
+static void deliver(net_tl_t *n, net_peer_t *pe, rx_buf_t *b)
+{
+    net_hdr_t h;
+    memcpy(&h, b->buf, sizeof(h));
+    int src = peer_index(n, pe);
+    pe->rx_seq++;
+    pe->credits += h.credits;
+    if (kn_unlikely(pe->credits > n->p.credits))
+        net_fatal(n, "rank %d: protocol error: rank %d returned more credits than it had (%u > %u)", n->p.rank,
+                  src, pe->credits, n->p.credits);
+    if ((h.ver_kind & 0xf) == NK_PKT) {
+        if (kn_unlikely(b->len < NET_HDRS))
+            net_fatal(n, "rank %d: protocol error: %zu-byte packet from rank %d", n->p.rank, b->len, src);
+        kn_pkt_hdr_t ph;
+        memcpy(&ph, b->buf + sizeof(h), sizeof(ph));
+        n->base.recv_cb(n->base.cb_arg, src, &ph, b->buf + NET_HDRS, b->len - NET_HDRS);
+        pe->owed++;
+    }
+    post_rx(n, b);
+    if (pe->owed >= (n->p.credits + 1) / 2 && !pe->credit_pending)
+        send_credit(n, pe);
+}
+
+static void rx_complete(net_tl_t *n, rx_buf_t *b, size_t len)
+{
+    net_hdr_t h;
+    if (kn_unlikely(len < sizeof(h) || len > n->rx_size))
+        net_fatal(n, "rank %d: protocol error: received a %zu-byte message", n->p.rank, len);
+    memcpy(&h, b->buf, sizeof(h));
+    unsigned kind = h.ver_kind & 0xf;
+    if (kn_unlikely(h.ver_kind >> 4 != NET_VERSION || (kind != NK_PKT && kind != NK_CREDIT) ||
+                    h.src >= (uint32_t)n->p.size || !n->peers[h.src].on))
+        net_fatal(n, "rank %d: protocol error: message with version %u, kind %u from rank %u", n->p.rank,
+                  h.ver_kind >> 4, kind, h.src);
+    net_peer_t *pe = &n->peers[h.src];
+    peer_heard(pe);
+    b->len = len;
+    uint16_t d = (uint16_t)(h.seq - pe->rx_seq);
+    if (kn_likely(d == 0)) {
+        deliver(n, pe, b);
+        while (pe->nheld) {
+            rx_buf_t *nb = pe->held[pe->rx_seq % n->window];
+            if (!nb)
+                break;
+            pe->held[pe->rx_seq % n->window] = NULL;
+            pe->nheld--;
+            deliver(n, pe, nb);
+        }
+        return;
+    }
+    if (d >= n->window || pe->held[h.seq % n->window])
+        net_fatal(n, "rank %d: protocol error: message %u from rank %u when %u was expected", n->p.rank,
+                  h.seq, h.src, pe->rx_seq);
+    b->held = 1;
+    pe->held[h.seq % n->window] = b;
+    pe->nheld++;
+}
+
+static const char *op_what(net_op_t *op)
+{
+    switch (op->kind) {
+    case OP_RX: return "a receive";
+    case OP_TX: return "a send";
+    default: return ((rma_op_t *)op)->write ? "an RDMA write" : "an RDMA read";
+    }
+}
+
+static void cq_error(net_tl_t *n)
+{
+    struct fi_cq_err_entry err = {0};
+    ssize_t rc = fi_cq_readerr(n->cq, &err, 0);
+    if (rc == -FI_EAGAIN)
+        return;
+    if (rc < 0)
+        net_fatal(n, "rank %d: fi_cq_readerr: %s", n->p.rank, fi_strerror((int)-rc));
+    net_op_t *op = err.op_context;
+    char peer[64] = "a peer";
+    if (op && op->kind != OP_RX)
+        snprintf(peer, sizeof(peer), "rank %d", op->peer);
+    char pe[256];
+    const char *perr = fi_cq_strerror(n->cq, err.prov_errno, err.err_data, pe, sizeof(pe));
+    net_fatal(n, "rank %d: network error in %s with %s: %s (provider %s: %s)", n->p.rank,
+              op ? op_what(op) : "an operation", peer, fi_strerror(err.err), n->info->fabric_attr->prov_name,
+              perr ? perr : "no detail");
+}
+
+static void check_stalls(net_tl_t *n)
+{
+    uint64_t now = kn_time_ns();
+    for (int i = 0; i < n->p.size; i++) {
+        net_peer_t *pe = &n->peers[i];
+        if (pe->stall_since && !pe->alive && now - pe->stall_since > n->p.timeout_ns)
+            net_fatal(n, "rank %d: no answer from rank %d over %s for %.0f s (connection set-up timed out; "
+                      "KNIT_NET_TIMEOUT)", n->p.rank, i, n->info->fabric_attr->prov_name,
+                      (double)(now - pe->stall_since) / 1e9);
+    }
+}
+
+static int net_progress(kn_tl_t *tl)
+{
+    net_tl_t *n = net_of(tl);
+    struct fi_cq_msg_entry ent[16];
+    int events = 0;
+    for (;;) {
+        ssize_t got = fi_cq_read(n->cq, ent, KN_ARRAY_SIZE(ent));
+        if (got == -FI_EAGAIN)
+            break;
+        if (got == -FI_EAVAIL) {
+            cq_error(n);
+            continue;
+        }
+        if (got < 0)
+            net_fatal(n, "rank %d: fi_cq_read: %s", n->p.rank, fi_strerror((int)-got));
+        for (ssize_t i = 0; i < got; i++) {
+            net_op_t *op = ent[i].op_context;
+            switch (op->kind) {
+            case OP_RX:
+                rx_complete(n, (rx_buf_t *)op, ent[i].len);
+                break;
+            case OP_TX: {
+                tx_buf_t *t = (tx_buf_t *)op;
+                peer_heard(&n->peers[op->peer]);
+                n->peers[op->peer].outstanding--;
+                t->next = n->tx_free;
+                n->tx_free = t;
+                break;
+            }
+            case OP_RMA: {
+                rma_op_t *o = (rma_op_t *)op;
+                peer_heard(&n->peers[op->peer]);
+                n->peers[op->peer].outstanding--;
+                if (o->lreg)
+                    rcache_put(n, o->lreg);
+                kn_tl_comp_t *comp = o->comp;
+                kn_pool_put(&n->rma_pool, o);
+                comp->cb(comp, KNIT_OK);
+                break;
+            }
+            default:
+                net_fatal(n, "rank %d: completion with an unknown context", n->p.rank);
+            }
+        }
+        events += (int)got;
+        if (got < (ssize_t)KN_ARRAY_SIZE(ent))
+            break;
+    }
+    while (n->nrepost) {
+        rx_buf_t *b = n->repost_q[--n->nrepost];
+        post_rx(n, b); /* may queue it again */
+        if (n->nrepost && n->repost_q[n->nrepost - 1] == b)
+            break;
+    }
+    if (!kn_list_empty(&n->rma_retry)) {
+        while (!kn_list_empty(&n->rma_retry)) {
+            rma_op_t *o = kn_list_first(&n->rma_retry, rma_op_t, link);
+            ssize_t rc = rma_post(n, o);
+            if (rc == -FI_EAGAIN)
+                break;
+            kn_list_del(&o->link);
+            if (rc)
+                net_fatal(n, "rank %d: RDMA %s of %zu bytes with rank %d: %s", n->p.rank, o->write ? "write" : "read",
+                          o->len, o->op.peer, fi_strerror((int)-rc));
+            events++;
+        }
+    }
+    if (n->credit_work) {
+        n->credit_work = 0;
+        for (int i = 0; i < n->p.size; i++)
+            if (n->peers[i].credit_pending)
+                send_credit(n, &n->peers[i]);
+    }
+    if (!events && n->p.timeout_ns && ++n->idle_polls >= 4096) {
+        n->idle_polls = 0;
+        check_stalls(n);
+    }
+    return events;
+}
+
+/* Sleep on the CQ's file descriptor (fi_trywait first: it says whether the
+ * provider has work it must do before a sleep is safe). */
+static void net_sleep(kn_tl_t *tl, uint64_t timeout_ns)
+{
+    net_tl_t *n = net_of(tl);
+    if (n->nrepost || !kn_list_empty(&n->rma_retry) || n->credit_work)
+        return;
+    struct fid *f = &n->cq->fid;
+    int rc = fi_trywait(n->fabric, &f, 1);
+    if (rc == -FI_EAGAIN)
+        return;
+    if (rc) {
+        kn_warn("fi_trywait: %s", fi_strerror(-rc));
+        return;
+    }
+    if (n->p.timeout_ns && timeout_ns > n->p.timeout_ns / 4)
+        timeout_ns = n->p.timeout_ns / 4;
+    struct pollfd pfd = {.fd = n->cq_fd, .events = POLLIN};
+    int ms = (int)((timeout_ns + KN_NSEC_PER_MSEC - 1) / KN_NSEC_PER_MSEC);
+    if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+        kn_warn("poll on the network completion queue: %m");
+    if (n->p.timeout_ns)
+        check_stalls(n);
+}
+
+/* A CREDIT through a tracked send: its completion says that everything
+ * injected to the peer before it has left too. */
+static int send_tracked_credit(net_tl_t *n, net_peer_t *pe)
+{
+    tx_buf_t *t = n->tx_free;
+    if (!t)
+        return 0;
+    net_hdr_t h = {.ver_kind = NET_VERSION << 4 | NK_CREDIT,
+                   .credits = (uint8_t)pe->owed,
+                   .seq = pe->tx_seq,
+                   .src = (uint32_t)n->p.rank};
+    memcpy(t->buf, &h, sizeof(h));
+    t->op.peer = peer_index(n, pe);
+    ssize_t rc = fi_send(n->ep, t->buf, sizeof(h), n->tx_mr ? fi_mr_desc(n->tx_mr) : NULL, pe->addr, &t->op.fctx);
+    if (rc == -FI_EAGAIN)
+        return 0;
+    if (rc) {
+        kn_warn("finalize: flushing to rank %d: %s", t->op.peer, fi_strerror((int)-rc));
+        pe->injected = 0;
+        return 1;
+    }
+    n->tx_free = t->next;
+    pe->outstanding++;
+    pe->tx_seq++;
+    pe->owed = 0;
+    pe->credit_pending = 0;
+    pe->injected = 0;
+    return 1;
+}
+
+void kn_net_quiesce(kn_tl_t *tl)
+{
+    net_tl_t *n = net_of(tl);
+    uint64_t limit = n->p.timeout_ns ? n->p.timeout_ns : 60 * KN_NSEC_PER_SEC;
+    uint64_t t0 = kn_time_ns();
+    for (;;) {
+        int busy = n->credit_work || !kn_list_empty(&n->rma_retry);
+        for (int i = 0; i < n->p.size; i++) {
+            net_peer_t *pe = &n->peers[i];
+            if (pe->injected && !send_tracked_credit(n, pe))
+                busy = 1;
+            busy |= pe->outstanding != 0;
+        }
+        if (!busy)
+            return;
+        if (kn_time_ns() - t0 > limit) {
+            kn_warn("finalize: network sends still in flight after %.0f s; closing anyway", (double)limit / 1e9);
+            return;
+        }
+        net_progress(tl);
+    }
+}
+
+/* ------------------------------------------------------- create / destroy */
+
+static void net_close_all(net_tl_t *n)
+{
+    if (n->ep)
+        fi_close(&n->ep->fid);
+    kn_list_t *pos, *tmp;
+    kn_list_for_each_safe(pos, tmp, &n->rc_lru) {
+        rc_entry_t *e = kn_list_entry(pos, rc_entry_t, link);
+        rc_close(n, e);
+    }
+    kn_list_init(&n->rc_lru);
+    if (n->rx_mr)
+        fi_close(&n->rx_mr->fid);
+    if (n->tx_mr)
+        fi_close(&n->tx_mr->fid);
+    if (n->cq)
+        fi_close(&n->cq->fid);
+    if (n->av)
+        fi_close(&n->av->fid);
+    if (n->domain)
+        fi_close(&n->domain->fid);
+    if (n->fabric)
+        fi_close(&n->fabric->fid);
+    if (n->info)
+        fi_freeinfo(n->info);
+    if (n->pagemap_fd >= 0)
+        close(n->pagemap_fd);
+    if (n->peers) {
+        for (int i = 0; i < n->p.size; i++)
+            free(n->peers[i].held);
+        free(n->peers);
+    }
+    kn_pool_destroy(&n->rma_pool);
+    free(n->rx_slab);
+    free(n->tx_slab);
+    free(n->rx);
+    free(n->tx);
+    free(n->repost_q);
+    free(n);
+}
+
+static void net_destroy(kn_tl_t *tl)
+{
+    net_close_all(net_of(tl));
+}
+
+static const kn_tl_ops_t net_ops = {
+    .name = "net",
+    .send = net_send,
+    .progress = net_progress,
+    .caps = net_caps,
+    .get = net_get,
+    .put = net_put,
+    .mem_reg = net_mem_reg,
+    .mem_dereg = net_mem_dereg,
+    .sleep = net_sleep,
+    .destroy = net_destroy,
+};
+
+/* The same without a sleep op (a CQ without a wait fd). */
+static const kn_tl_ops_t net_ops_nosleep = {
+    .name = "net",
+    .send = net_send,
+    .progress = net_progress,
+    .caps = net_caps,
+    .get = net_get,
+    .put = net_put,
+    .mem_reg = net_mem_reg,
+    .mem_dereg = net_mem_dereg,
+    .sleep = NULL,
+    .destroy = net_destroy,
+};
+
+static int is_loopback(const struct fi_info *fi)
+{
+    if (!fi->src_addr)
+        return 0;
+    if (fi->addr_format == FI_SOCKADDR_IN) {
+        const struct sockaddr_in *a = fi->src_addr;
+        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (fi->addr_format == FI_SOCKADDR_IN6) {
+        const struct sockaddr_in6 *a = fi->src_addr;
+        return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+    }
+    return 0;
+}
+
+/* What the provider must give (capabilities named when missing). */
+static int check_caps(const struct fi_info *fi, char *why, size_t len)
+{
+    static const struct {
+        uint64_t bit;
+        const char *name;
+    } need[] = {
+        {FI_MSG, "FI_MSG"}, {FI_RMA, "FI_RMA"}, {FI_READ, "FI_READ"}, {FI_WRITE, "FI_WRITE"},
+        {FI_REMOTE_READ, "FI_REMOTE_READ"}, {FI_REMOTE_WRITE, "FI_REMOTE_WRITE"},
+    };
+    why[0] = '\0';
+    for (size_t i = 0; i < KN_ARRAY_SIZE(need); i++)
+        if (!(fi->caps & need[i].bit))
+            snprintf(why + strlen(why), len - strlen(why), "%s%s", why[0] ? ", " : "", need[i].name);
+    if (fi->ep_attr->type != FI_EP_RDM)
+        snprintf(why + strlen(why), len - strlen(why), "%sFI_EP_RDM", why[0] ? ", " : "");
+    return why[0] == '\0';
+}
+
+static struct fi_info *make_hints(const char *provider, const char *iface, uint64_t caps)
+{
+    struct fi_info *h = fi_allocinfo();
+    if (!h)
+        return NULL;
+    h->ep_attr->type = FI_EP_RDM;
+    h->caps = caps;
+    h->mode = FI_CONTEXT | FI_CONTEXT2;
+    h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    h->domain_attr->threading = FI_THREAD_DOMAIN;
+    h->addr_format = FI_FORMAT_UNSPEC;
+    if (provider && *provider)
+        h->fabric_attr->prov_name = strdup(provider);
+    (void)iface;
+    return h;
+}
+
+/* fi_getinfo for the provider and interface; picks one entry. */
+static int get_info(const char *provider, const char *iface, struct fi_info **out, char *why, size_t len)
+{
+    uint64_t caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    struct fi_info *hints = make_hints(provider, iface, caps), *list = NULL;
+    if (!hints) {
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    int is_addr = 0;
+    if (iface && *iface) {
+        struct in_addr a4;
+        struct in6_addr a6;
+        is_addr = inet_pton(AF_INET, iface, &a4) == 1 || inet_pton(AF_INET6, iface, &a6) == 1;
+    }
+    int rc = fi_getinfo(FI_VER, is_addr ? iface : NULL, NULL, is_addr ? FI_SOURCE : 0, hints, &list);
+    if (rc || !list) {
+        /* say what is missing: ask again without the RMA capabilities */
+        struct fi_info *h2 = make_hints(provider, iface, 0), *l2 = NULL;
+        if (h2 && fi_getinfo(FI_VER, NULL, NULL, 0, h2, &l2) == 0 && l2) {
+            char miss[200];
+            struct fi_info *best = NULL;
+            for (struct fi_info *f = l2; f; f = f->next)
+                if (f->ep_attr->type == FI_EP_RDM) {
+                    best = f;
+                    break;
+                }
+            if (!best)
+                snprintf(why, len, "provider \"%s\" has no reliable datagram (FI_EP_RDM) endpoint", provider);
+            else if (!check_caps(best, miss, sizeof(miss)))
+                snprintf(why, len, "provider \"%s\" lacks %s", provider, miss);
+            else
+                snprintf(why, len, "provider \"%s\" cannot give what knit needs with these memory "
+                         "registration modes: %s", provider, fi_strerror(-rc));
+        } else {
+            snprintf(why, len, "no libfabric provider \"%s\" here (fi_getinfo: %s; fi_info -l lists them)",
+                     provider, fi_strerror(rc ? -rc : FI_ENODATA));
+        }
+        if (l2)
+            fi_freeinfo(l2);
+        if (h2)
+            fi_freeinfo(h2);
+        fi_freeinfo(hints);
+        return -1;
+    }
+    fi_freeinfo(hints);
+    struct fi_info *pick = NULL, *fallback = NULL;
+    for (struct fi_info *f = list; f; f = f->next) {
+        char miss[200];
+        if (!check_caps(f, miss, sizeof(miss)))
+            continue;
+        if (iface && *iface && !is_addr) {
+            if (f->domain_attr->name && !strcmp(f->domain_attr->name, iface)) {
+                pick = f;
+                break;
+            }
+            continue;
+        }
+        if (!fallback)
+            fallback = f;
+        if (!pick && !is_loopback(f))
+            pick = f;
+    }
+    if (!pick && !(iface && *iface && !is_addr))
+        pick = fallback;
+    if (!pick) {
+        if (iface && *iface && !is_addr)
+            snprintf(why, len, "provider \"%s\" has no domain named \"%s\" (KNIT_NET_IFACE; fi_info -p '%s' "
+                     "lists the domains)", provider, iface, provider);
+        else
+            snprintf(why, len, "provider \"%s\" offers no endpoint with FI_MSG and FI_RMA", provider);
+        fi_freeinfo(list);
+        return -1;
+    }
+    *out = fi_dupinfo(pick);
+    fi_freeinfo(list);
+    if (!*out) {
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int kn_net_probe(const char *provider, const char *iface, char *what, size_t len)
+{
+    struct fi_info *fi = NULL;
+    if (get_info(provider, iface, &fi, what, len) < 0)
+        return 0;
+    struct fid_fabric *fab = NULL;
+    struct fid_domain *dom = NULL;
+    struct fid_ep *ep = NULL;
+    int ok = 0, rc = fi_fabric(fi->fabric_attr, &fab, NULL);
+    if (rc)
+        snprintf(what, len, "fi_fabric: %s", fi_strerror(-rc));
+    else if ((rc = fi_domain(fab, fi, &dom, NULL)))
+        snprintf(what, len, "fi_domain: %s", fi_strerror(-rc));
+    else if ((rc = fi_endpoint(dom, fi, &ep, NULL)))
+        snprintf(what, len, "fi_endpoint: %s", fi_strerror(-rc));
+    else {
+        snprintf(what, len, "%s, domain %s, fabric %s: works", fi->fabric_attr->prov_name, fi->domain_attr->name,
+                 fi->fabric_attr->name);
+        ok = 1;
+    }
+    if (ep)
+        fi_close(&ep->fid);
+    if (dom)
+        fi_close(&dom->fid);
+    if (fab)
+        fi_close(&fab->fid);
+    fi_freeinfo(fi);
+    return ok;
+}
+
+#define FI_CHECK(call, what)                                                  \
+    do {                                                                      \
+        int rc_ = (call);                                                     \
+        if (rc_) {                                                            \
+            kn_error("%s (provider %s): %s", what, p->provider, fi_strerror(-rc_)); \
+            st = KNIT_ERR_FABRIC;                                             \
+            goto err;                                                         \
+        }                                                                     \
+    } while (0)
+
+knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb_arg, kn_tl_t **out)
+{
+    knit_status_t st = KNIT_ERR_NOMEM;
+    if (p->credits < 2 || p->credits > 250) {
+        kn_error("KNIT_NET_CREDITS: %u is not between 2 and 250", p->credits);
+        return KNIT_ERR_INVAL;
+    }
+    if (p->bounce_size < 256 || p->bounce_size > (64u << 20)) {
+        kn_error("KNIT_NET_BOUNCE_SIZE: %zu is not between 256 and 64m", p->bounce_size);
+        return KNIT_ERR_INVAL;
+    }
+    if (p->tx_bufs < 1 || p->tx_bufs > 65536 || p->inflight < 1 || p->inflight > 1024) {
+        kn_error("KNIT_NET_TX_BUFS (1..65536) or KNIT_NET_INFLIGHT (1..1024) out of range: %u, %u", p->tx_bufs,
+                 p->inflight);
+        return KNIT_ERR_INVAL;
+    }
+    net_tl_t *n = calloc(1, sizeof(*n));
+    if (!n)
+        return KNIT_ERR_NOMEM;
+    n->p = *p;
+    n->pagemap_fd = -1;
+    n->cq_fd = -1;
+    n->next_key = 1;
+    kn_list_init(&n->rc_lru);
+    kn_list_init(&n->rma_retry);
+    kn_pool_init(&n->rma_pool, "rdma operations", sizeof(rma_op_t), 64, 0);
+    n->peers = calloc((size_t)p->size, sizeof(*n->peers));
+    if (!n->peers)
+        goto err;
+    n->window = p->credits + 3;
+    for (int i = 0; i < p->size; i++) {
+        if (!p->peers[i] || i == p->rank)
+            continue;
+        n->peers[i].on = 1;
+        n->peers[i].credits = p->credits;
+        n->peers[i].held = calloc(n->window, sizeof(rx_buf_t *));
+        if (!n->peers[i].held)
+            goto err;
+        n->npeers++;
+    }
+
+    char why[512];
+    if (get_info(p->provider, p->iface, &n->info, why, sizeof(why)) < 0) {
+        kn_error("network transport: %s", why);
+        st = KNIT_ERR_NOT_SUPPORTED;
+        goto err;
+    }
+    struct fi_info *fi = n->info;
+    int mm = fi->domain_attr->mr_mode;
+    n->mr_local = !!(mm & FI_MR_LOCAL);
+    n->mr_endpoint = !!(mm & FI_MR_ENDPOINT);
+    n->mr_prov_key = !!(mm & FI_MR_PROV_KEY);
+    n->mr_virt = !!(mm & FI_MR_VIRT_ADDR);
+    if (!n->mr_virt && n->mr_prov_key) {
+        /* RMA addresses are offsets into a registration whose start the
+         * peer cannot know (our own keys carry it, see mr_register) */
+        kn_error("network transport: provider %s lacks FI_MR_VIRT_ADDR and chooses its own keys "
+                 "(FI_MR_PROV_KEY): not supported", fi->fabric_attr->prov_name);
+        st = KNIT_ERR_NOT_SUPPORTED;
+        goto err;
+    }
+    uint64_t order = fi->tx_attr->msg_order;
+    if (!(order & FI_ORDER_SAS))
+        kn_info("provider %s does not order sends (no FI_ORDER_SAS): knit reorders by sequence number",
+                fi->fabric_attr->prov_name);
+    n->write_dc = !(order & FI_ORDER_WAS);
+
+    FI_CHECK(fi_fabric(fi->fabric_attr, &n->fabric, NULL), "fi_fabric");
+    FI_CHECK(fi_domain(n->fabric, fi, &n->domain, NULL), "fi_domain");
+    struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = (size_t)p->size};
+    FI_CHECK(fi_av_open(n->domain, &ava, &n->av, NULL), "fi_av_open");
+    size_t nrx = (size_t)n->npeers * n->window;
+    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD,
+                             .size = nrx + p->tx_bufs + 1024};
+    int rc = fi_cq_open(n->domain, &cqa, &n->cq, NULL);
+    if (rc == 0) {
+        rc = fi_control(&n->cq->fid, FI_GETWAIT, &n->cq_fd);
+        if (rc) {
+            kn_info("network completion queue has no wait fd (%s): ranks will not sleep in it", fi_strerror(-rc));
+            n->cq_fd = -1;
+        }
+    } else {
+        kn_info("network completion queue with a wait fd: %s; polling only", fi_strerror(-rc));
+        cqa.wait_obj = FI_WAIT_NONE;
+        FI_CHECK(fi_cq_open(n->domain, &cqa, &n->cq, NULL), "fi_cq_open");
+    }
+    FI_CHECK(fi_endpoint(n->domain, fi, &n->ep, NULL), "fi_endpoint");
+    FI_CHECK(fi_ep_bind(n->ep, &n->av->fid, 0), "fi_ep_bind (address vector)");
+    FI_CHECK(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind (completion queue)");
+    FI_CHECK(fi_enable(n->ep), "fi_enable");
+
+    /* bounce buffers */
+    n->rx_size = KN_ALIGN_UP(NET_HDRS + p->bounce_size, 64);
+    n->nrx = (unsigned)nrx;
+    n->inject_max = KN_MIN(fi->tx_attr->inject_size, 256);
+    if (nrx) {
+        n->rx_slab = aligned_alloc(PAGE, KN_ALIGN_UP(nrx * n->rx_size, PAGE));
+        n->rx = calloc(nrx, sizeof(*n->rx));
+        n->repost_q = calloc(nrx, sizeof(*n->repost_q));
+        if (!n->rx_slab || !n->rx || !n->repost_q)
+            goto err;
+    }
+    n->tx_slab = aligned_alloc(PAGE, KN_ALIGN_UP((size_t)p->tx_bufs * n->rx_size, PAGE));
+    n->tx = calloc(p->tx_bufs, sizeof(*n->tx));
+    if (!n->tx_slab || !n->tx)
+        goto err;
+    if (n->mr_local) {
+        if (nrx && (st = mr_register(n, n->rx_slab, nrx * n->rx_size, &n->rx_mr)) != KNIT_OK)
+            goto err;
+        if ((st = mr_register(n, n->tx_slab, (size_t)p->tx_bufs * n->rx_size, &n->tx_mr)) != KNIT_OK)
+            goto err;
+        st = KNIT_ERR_NOMEM;
+    }
+    for (unsigned i = 0; i < p->tx_bufs; i++) {
+        n->tx[i].op.kind = OP_TX;
+        n->tx[i].buf = n->tx_slab + (size_t)i * n->rx_size;
+        n->tx[i].next = n->tx_free;
+        n->tx_free = &n->tx[i];
+    }
+    for (unsigned i = 0; i < nrx; i++) {
+        n->rx[i].op.kind = OP_RX;
+        n->rx[i].op.peer = -1;
+        n->rx[i].buf = n->rx_slab + (size_t)i * n->rx_size;
+        ssize_t r = fi_recv(n->ep, n->rx[i].buf, n->rx_size, n->rx_mr ? fi_mr_desc(n->rx_mr) : NULL,
+                            FI_ADDR_UNSPEC, &n->rx[i].op.fctx);
+        if (r) {
+            kn_error("posting %u receive buffers (provider %s): %s", n->nrx, p->provider, fi_strerror((int)-r));
+            st = KNIT_ERR_FABRIC;
+            goto err;
+        }
+    }
+
+    /* registration cache */
+    int pins = !!(mm & FI_MR_ALLOCATED);
+    n->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    int pm = pagemap_usable(n);
+    n->rc_enabled = 1;
+    switch (p->rcache_verify) {
+    case 1:
+        if (!pm) {
+            kn_error("KNIT_RCACHE_VERIFY=pagemap, but page frames in /proc/self/pagemap are not readable here "
+                     "(needs CAP_SYS_ADMIN)");
+            st = KNIT_ERR_NOT_SUPPORTED;
+            goto err;
+        }
+        n->rc_verify = 1;
+        break;
+    case 2:
+        break;
+    default:
+        if (pins && pm)
+            n->rc_verify = 1;
+        else if (pins)
+            n->rc_enabled = 0;
+        break;
+    }
+    if (!n->rc_verify && n->pagemap_fd >= 0) {
+        close(n->pagemap_fd);
+        n->pagemap_fd = -1;
+    }
+
+    snprintf(n->desc, sizeof(n->desc), "%s, domain %s, fabric %s", fi->fabric_attr->prov_name,
+             fi->domain_attr->name, fi->fabric_attr->name);
+    kn_info("network transport: %s; mr_mode %#x, inject %zu, msg_order%s%s; rcache %s", n->desc, (unsigned)mm,
+            fi->tx_attr->inject_size, order & FI_ORDER_SAS ? " SAS" : "", order & FI_ORDER_WAS ? " WAS" : "",
+            !n->rc_enabled ? "off (provider pins, page frames hidden)" : n->rc_verify ? "verified by pagemap" : "on");
+
+    n->base.ops = n->cq_fd >= 0 ? &net_ops : &net_ops_nosleep;
+    n->base.max_inline = n->inject_max > NET_HDRS ? n->inject_max - NET_HDRS : 0;
+    n->base.max_payload = p->bounce_size;
+    n->base.bulk_inflight = p->inflight;
+    n->base.recv_cb = cb;
+    n->base.cb_arg = cb_arg;
+    *out = &n->base;
+    return KNIT_OK;
+err:
+    net_close_all(n);
+    return st;
+}
+
+knit_status_t kn_net_name(kn_tl_t *tl, void *buf, size_t *len)
+{
+    net_tl_t *n = net_of(tl);
+    size_t l = *len;
+    int rc = fi_getname(&n->ep->fid, buf, &l);
+    if (rc) {
+        kn_error("fi_getname: %s", fi_strerror(-rc));
+        return rc == -FI_ETOOSMALL ? KNIT_ERR_TRUNCATE : KNIT_ERR_FABRIC;
+    }
+    *len = l;
+    return KNIT_OK;
+}
+
+knit_status_t kn_net_connect(kn_tl_t *tl, int rank, const void *name, size_t len)
+{
+    net_tl_t *n = net_of(tl);
+    (void)len;
+    if (rank < 0 || rank >= n->p.size || !n->peers[rank].on)
+        return KNIT_ERR_INVAL;
+    int rc = fi_av_insert(n->av, name, 1, &n->peers[rank].addr, 0, NULL);
+    if (rc != 1) {
+        kn_error("inserting the address of rank %d into the address vector: %s", rank,
+                 rc < 0 ? fi_strerror(-rc) : "not inserted");
+        return KNIT_ERR_FABRIC;
+    }
+    return KNIT_OK;
+}
+
+const char *kn_net_describe(kn_tl_t *tl)
+{
+    return net_of(tl)->desc;
+}

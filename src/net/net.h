@@ -1,0 +1,60 @@
+/*
+ * Network transport: libfabric RDM endpoints between nodes (and within a
+ * node with KNIT_NET_ONLY).  Packets travel as sends into bounce buffers
+ * the receiver pre-posted, under per-peer credits; rendezvous data moves
+ * by RDMA read (pull) and write (push) of registered memory, through a
+ * registration cache.  See docs/net.md.
+ *
+ * Start-up in three steps (the caller runs a bootstrap fence between the
+ * name exchange and the connects):
+ *   kn_net_open      open fabric, domain, endpoint, CQ, AV; post receives
+ *   kn_net_name      this endpoint's address, to publish in the store
+ *   kn_net_connect   insert a peer's address into the address vector
+ */
+#ifndef KN_NET_NET_H
+#define KN_NET_NET_H
+
+#include "tl/tl.h"
+
+typedef struct kn_net_params {
+    int rank, size;
+    const unsigned char *peers;  /* [size]: 1 when the rank is reached by this transport */
+    const char *provider;        /* KNIT_NET_PROVIDER */
+    const char *iface;           /* KNIT_NET_IFACE (may be "" or NULL) */
+    unsigned credits;            /* bounce buffers posted per peer */
+    size_t bounce_size;          /* payload of one bounce buffer */
+    unsigned tx_bufs;
+    unsigned inflight;           /* bulk copies in flight per transfer */
+    size_t rcache_max;
+    int rcache_verify;           /* 0 auto, 1 pagemap, 2 off */
+    uint64_t timeout_ns;         /* connection set-up limit, 0 none */
+    /* ends the job (never returns): for errors found in progress */
+    void (*fatal)(void *arg, const char *msg);
+    void *fatal_arg;
+} kn_net_params_t;
+
+knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb_arg, kn_tl_t **out);
+/* Endpoint address of this process (*len: in capacity, out length). */
+knit_status_t kn_net_name(kn_tl_t *tl, void *buf, size_t *len);
+knit_status_t kn_net_connect(kn_tl_t *tl, int rank, const void *name, size_t len);
+
+/* Before the finalize fence: make sure everything sent to peers has left
+ * (with manual progress, queued data moves only while we progress). */
+void kn_net_quiesce(kn_tl_t *tl);
+
+/* "tcp;ofi_rxm on lo (fabric 127.0.0.0/8)": the provider in force. */
+const char *kn_net_describe(kn_tl_t *tl);
+
+/* Registration cache counters (for tests and knit-info). */
+typedef struct kn_net_rcache_stats {
+    uint64_t hits, misses, evictions, invalidations;
+    size_t bytes, entries;
+    int verify;   /* pages are checked on hits */
+} kn_net_rcache_stats_t;
+void kn_net_rcache_stats(kn_tl_t *tl, kn_net_rcache_stats_t *st);
+
+/* Can a process open the configured provider here?  Writes a line about
+ * the provider (or why not) into what; returns 1 when it works. */
+int kn_net_probe(const char *provider, const char *iface, char *what, size_t len);
+
+#endif
