@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "knit.h"
+#include "net/net.h"
 #include "shm/shm.h"
 #include "util/config.h"
 
@@ -36,23 +37,32 @@ static void show_node(void)
     printf("  %-34s %s\n", "cross-memory attach", cma ? "yes" : why);
     printf("\nmechanisms within a node (shared memory)\n");
     printf("  %-34s payload inside the one-cache-line queue entry\n", "inline");
-    printf("  %-34s payload copied through a queue slot\n", "eager");
+    printf("  %-34s payload copied through the peer's queue buffer\n", "eager");
     if (kn_cfg.cma == 2)
-        printf("  %-34s off (KNIT_CMA=off): pipelined copy through queue slots\n", "push / pull");
+        printf("  %-34s off (KNIT_CMA=off): pipelined copy through the queue buffer\n", "push / pull");
     else if (cma)
         printf("  %-34s process_vm_writev / process_vm_readv (one copy)\n", "push / pull");
     else
-        printf("  %-34s unavailable (%s): pipelined copy through queue slots\n", "push / pull", why);
+        printf("  %-34s unavailable (%s): pipelined copy through the queue buffer\n", "push / pull", why);
     printf("\nmechanisms between nodes\n");
-    printf("  %-34s not supported yet\n", "network transport");
+    char net[512];
+    int net_ok = kn_net_probe(kn_cfg.net_provider, kn_cfg.net_iface, net, sizeof(net));
+    printf("  %-34s %s (KNIT_NET_PROVIDER=%s%s%s)\n", "network transport", net_ok ? net : "unavailable",
+           kn_cfg.net_provider, *kn_cfg.net_iface ? ", KNIT_NET_IFACE=" : "", kn_cfg.net_iface);
+    if (!net_ok)
+        printf("  %-34s %s\n", "why", net);
+    printf("  %-34s fi_inject / fi_send into pre-posted bounce buffers, %s each, %d credits per peer\n",
+           "inline / eager", "KNIT_NET_BOUNCE_SIZE", (int)kn_cfg.net_credits);
+    printf("  %-34s fi_write / fi_read, registration cache up to KNIT_RCACHE_MAX\n", "push / pull");
+    printf("  %-34s %s\n", "network within a node", kn_cfg.net_only ? "yes (KNIT_NET_ONLY=1)" : "no (shared memory)");
     printf("\nthresholds in force\n");
     show_size("inline up to", "INLINE_MAX");
     show_size("eager up to", "EAGER_MAX");
     show_size("cross-memory attach from", "CMA_MIN");
     show_size("rendezvous step", "BULK_CHUNK");
     show_size("queue entries per peer", "SHM_RING");
-    show_size("eager slots per peer", "SHM_SLOTS");
-    show_size("eager slot size", "SHM_SLOT_SIZE");
+    show_size("payload buffer per peer", "SHM_BUFFER");
+    show_size("cooperative copy chunk", "COOP_CHUNK");
     char w[64];
     kn_config_format(kn_config_find("WAIT"), &kn_cfg, w, sizeof(w));
     printf("  %-34s %s (KNIT_WAIT)\n", "waiting", w);

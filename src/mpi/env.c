@@ -106,6 +106,7 @@ static int init_common(int *argc, char ***argv, int required, int *provided, con
     if (provided)
         *provided = kn_mpi.thread_level;
     kn_mpi_errhs_init();
+    kn_mpi_infos_init();
     kn_mpi_types_init();
     kn_mpi.initialized = 1;
     int err = kn_mpi_comms_init();
@@ -313,13 +314,16 @@ static void info_free(kn_info_t *i)
 
 static kn_info_t info_env; /* MPI_INFO_ENV: empty */
 
+void kn_mpi_infos_init(void)
+{
+    kn_mpi_tbl_add(&kn_mpi.infos, &info_env, 0);
+}
+
 int MPI_Info_create(MPI_Info *info)
 {
     KN_MPI_READY();
     if (!info)
         return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "info is NULL");
-    if (!kn_mpi_tbl_get(&kn_mpi.infos, MPI_INFO_ENV))
-        kn_mpi_tbl_add(&kn_mpi.infos, &info_env, 0);
     kn_info_t *i = calloc(1, sizeof(*i));
     int h = i ? kn_mpi_tbl_add(&kn_mpi.infos, i, -1) : -1;
     if (h < 0) {

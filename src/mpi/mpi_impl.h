@@ -264,6 +264,7 @@ void kn_mpi_reqs_poll_detached(int wait);
 void kn_mpi_bsend_fini(void);
 
 /* --------------------------------------------------------------- info */
+void kn_mpi_infos_init(void);
 void kn_mpi_infos_fini(void);
 
 #endif

@@ -1108,13 +1108,24 @@ int kn_net_probe(const char *provider, const char *iface, char *what, size_t len
     struct fid_fabric *fab = NULL;
     struct fid_domain *dom = NULL;
     struct fid_ep *ep = NULL;
+    struct fid_av *av = NULL;
+    struct fid_cq *cq = NULL;
+    struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = 4};
+    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_MSG, .size = 64};
     int ok = 0, rc = fi_fabric(fi->fabric_attr, &fab, NULL);
     if (rc)
         snprintf(what, len, "fi_fabric: %s", fi_strerror(-rc));
     else if ((rc = fi_domain(fab, fi, &dom, NULL)))
         snprintf(what, len, "fi_domain: %s", fi_strerror(-rc));
+    else if ((rc = fi_av_open(dom, &ava, &av, NULL)))
+        snprintf(what, len, "fi_av_open: %s", fi_strerror(-rc));
+    else if ((rc = fi_cq_open(dom, &cqa, &cq, NULL)))
+        snprintf(what, len, "fi_cq_open: %s", fi_strerror(-rc));
     else if ((rc = fi_endpoint(dom, fi, &ep, NULL)))
         snprintf(what, len, "fi_endpoint: %s", fi_strerror(-rc));
+    else if ((rc = fi_ep_bind(ep, &av->fid, 0)) || (rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)) ||
+             (rc = fi_enable(ep)))
+        snprintf(what, len, "setting up an endpoint: %s", fi_strerror(-rc));
     else {
         snprintf(what, len, "%s, domain %s, fabric %s: works", fi->fabric_attr->prov_name, fi->domain_attr->name,
                  fi->fabric_attr->name);
@@ -1122,6 +1133,10 @@ int kn_net_probe(const char *provider, const char *iface, char *what, size_t len
     }
     if (ep)
         fi_close(&ep->fid);
+    if (cq)
+        fi_close(&cq->fid);
+    if (av)
+        fi_close(&av->fid);
     if (dom)
         fi_close(&dom->fid);
     if (fab)
@@ -1351,4 +1366,18 @@ knit_status_t kn_net_connect(kn_tl_t *tl, int rank, const void *name, size_t len
 const char *kn_net_describe(kn_tl_t *tl)
 {
     return net_of(tl)->desc;
+}
+
+int kn_net_wait_fd(kn_tl_t *tl)
+{
+    return net_of(tl)->cq_fd;
+}
+
+int kn_net_trywait(kn_tl_t *tl)
+{
+    net_tl_t *n = net_of(tl);
+    if (n->cq_fd < 0 || n->nrepost || !kn_list_empty(&n->rma_retry) || n->credit_work)
+        return 0;
+    struct fid *f = &n->cq->fid;
+    return fi_trywait(n->fabric, &f, 1) == 0;
 }

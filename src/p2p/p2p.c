@@ -1283,7 +1283,7 @@ void kn_p2p_set_tl(struct kn_p2p *p2p, kn_tl_t *tl, int first, int n)
     if (l->inline_max > tl->max_inline)
         l->inline_max = tl->max_inline;
     if (l->eager_max > tl->max_payload) {
-        kn_warn("KNIT_EAGER_MAX=%zu is larger than a %s packet: using %zu", l->eager_max, tl->ops->name,
+        kn_info("KNIT_EAGER_MAX=%zu is larger than a %s packet: using %zu", l->eager_max, tl->ops->name,
                 tl->max_payload);
         l->eager_max = tl->max_payload;
     }

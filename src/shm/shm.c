@@ -4,15 +4,16 @@
  * Segment layout (one file per node, /dev/shm/knit-<jobid>-n<node>-p2p):
  *   seg_hdr_t                     geometry, written by the creator
  *   rank_area_t[n]                pid, doorbell, probe word of each rank
- *   pair_t[n][n] (sender, receiver): control lines, ring of desc_t, slots
+ *   pair_t[n][n] (sender, receiver): control lines, ring of desc_t, buffer
  *
  * Each pair is a single-producer single-consumer queue.  The producer
  * writes a descriptor, then publishes it by storing seq = position + 1
  * (release); the consumer polls the descriptor at its tail (acquire), so a
  * poll touches one cache line per peer.  Free entries are the credits: the
  * producer never writes past the consumer's published tail.  Eager payloads
- * larger than the descriptor's inline area go through the pair's slots,
- * used and released in order.
+ * larger than the descriptor's inline area go through the pair's buffer,
+ * packed one after the other (64-byte aligned; a payload that would cross
+ * the end starts again at the beginning) and released in order.
  *
  * Doorbell: a rank about to sleep sets "sleeping", re-checks its queues and
  * futex-waits on its doorbell word; a producer (or a consumer that freed
@@ -44,7 +45,7 @@
 #define SEG_MAGIC 0x6b6e697473686d31ull /* "knitshm1" */
 #define SEG_VERSION 1
 #define DESC_INLINE 28
-#define DESC_F_SLOT 0x1
+#define DESC_F_BUF 0x1
 #define PROBE_VALUE 0x70726f6265636d61ull
 
 typedef struct seg_hdr {
@@ -53,8 +54,8 @@ typedef struct seg_hdr {
     uint32_t nranks;
     uint64_t size;
     uint32_t ring_entries;
-    uint32_t slots;
-    uint64_t slot_size;
+    uint32_t reserved0;
+    uint64_t buf_size;
     uint64_t pair_size;
     uint64_t pairs_offset;
     _Atomic uint32_t ready; /* creator finished initializing */
@@ -72,9 +73,9 @@ typedef struct rank_area {
 typedef struct desc {
     _Atomic uint32_t seq;       /* position + 1 once published */
     uint16_t plen;              /* inline payload length */
-    uint16_t flags;             /* DESC_F_SLOT: payload in the next slot */
+    uint16_t flags;             /* DESC_F_BUF: payload in the pair's buffer */
     kn_pkt_hdr_t hdr;
-    uint32_t slot_len;          /* payload length when in a slot */
+    uint32_t buf_len;           /* payload length when in the buffer */
     uint8_t data[DESC_INLINE];
 } desc_t;
 _Static_assert(sizeof(desc_t) == KN_CACHELINE, "a descriptor is one cache line");
@@ -107,7 +108,7 @@ typedef struct coop {
 
 typedef struct pair_ctl {
     _Alignas(KN_CACHELINE) _Atomic uint64_t tail;      /* consumer: next entry to read */
-    _Alignas(KN_CACHELINE) _Atomic uint64_t slot_tail; /* consumer: slots released */
+    _Alignas(KN_CACHELINE) _Atomic uint64_t buf_tail;  /* consumer: buffer bytes released */
     _Alignas(KN_CACHELINE) coop_t coop;                /* producer's cooperative copy */
 } pair_ctl_t;
 
@@ -115,10 +116,10 @@ typedef struct pair_ctl {
 typedef struct pair_local {
     pair_ctl_t *ctl;
     desc_t *ring;
-    char *slots;
+    char *buf;
     uint64_t head, cached_tail;           /* producer */
-    uint64_t slot_head, cached_slot_tail; /* producer */
-    uint64_t tail, slot_tail;             /* consumer */
+    uint64_t buf_head, cached_buf_tail;   /* producer: monotonic byte positions */
+    uint64_t tail, buf_pos;               /* consumer */
     int blocked;                          /* producer: last send found no credit */
 } pair_local_t;
 
@@ -131,8 +132,8 @@ typedef struct shm_tl {
     rank_area_t *areas;
     pair_local_t *out; /* [local_size]: me -> peer */
     pair_local_t *in;  /* [local_size]: peer -> me */
-    unsigned ring_entries, slots;
-    size_t slot_size;
+    unsigned ring_entries;
+    size_t buf_size;
     unsigned char *rma_ok; /* [local_size] */
     size_t coop_chunk;     /* 0: no cooperative copies */
     uint16_t coop_gen;
@@ -149,18 +150,28 @@ void kn_shm_segment_name(char *buf, size_t len, const char *jobid, int node)
     snprintf(buf, len, "/knit-%s-n%d-p2p", jobid, node);
 }
 
-static size_t pair_size(unsigned ring_entries, unsigned slots, size_t slot_size)
+static size_t pair_size(unsigned ring_entries, size_t buf_size)
 {
-    return KN_ALIGN_UP(sizeof(pair_ctl_t) + (size_t)ring_entries * sizeof(desc_t), 4096) +
-           (size_t)slots * slot_size;
+    return KN_ALIGN_UP(sizeof(pair_ctl_t) + (size_t)ring_entries * sizeof(desc_t), 4096) + buf_size;
 }
 
-static size_t seg_layout(unsigned n, unsigned ring, unsigned slots, size_t slot_size, size_t *pairs_off)
+/* Where a payload of len bytes goes, given the position after the last
+ * one: 64-byte aligned, never across the end of the buffer.  Producer and
+ * consumer both run this, so descriptors need not carry offsets. */
+static inline uint64_t buf_place(uint64_t pos, size_t len, size_t buf_size)
+{
+    uint64_t start = KN_ALIGN_UP(pos, (uint64_t)KN_CACHELINE);
+    if (start % buf_size + len > buf_size)
+        start += buf_size - start % buf_size;
+    return start;
+}
+
+static size_t seg_layout(unsigned n, unsigned ring, size_t buf_size, size_t *pairs_off)
 {
     size_t off = KN_ALIGN_UP(sizeof(seg_hdr_t), KN_CACHELINE) + (size_t)n * sizeof(rank_area_t);
     off = KN_ALIGN_UP(off, 4096);
     *pairs_off = off;
-    return off + (size_t)n * n * pair_size(ring, slots, slot_size);
+    return off + (size_t)n * n * pair_size(ring, buf_size);
 }
 
 static int check_params(const kn_shm_params_t *p)
@@ -169,12 +180,8 @@ static int check_params(const kn_shm_params_t *p)
         kn_error("KNIT_SHM_RING: %u is not a power of two between 2 and 65536", p->ring_entries);
         return -1;
     }
-    if (p->slots < 1 || p->slots > 4096) {
-        kn_error("KNIT_SHM_SLOTS: %u is not between 1 and 4096", p->slots);
-        return -1;
-    }
-    if (p->slot_size < 256 || p->slot_size > (16u << 20) || p->slot_size % 64) {
-        kn_error("KNIT_SHM_SLOT_SIZE: %zu is not a multiple of 64 between 256 and 16m", p->slot_size);
+    if (p->buf_size < 4096 || p->buf_size > (64u << 20) || (p->buf_size & (p->buf_size - 1))) {
+        kn_error("KNIT_SHM_BUFFER: %zu is not a power of two between 4k and 64m", p->buf_size);
         return -1;
     }
     return 0;
@@ -187,7 +194,7 @@ knit_status_t kn_shm_create(const kn_shm_params_t *p)
     char name[128];
     kn_shm_segment_name(name, sizeof(name), p->jobid, p->node);
     size_t pairs_off;
-    size_t size = seg_layout((unsigned)p->local_size, p->ring_entries, p->slots, p->slot_size, &pairs_off);
+    size_t size = seg_layout((unsigned)p->local_size, p->ring_entries, p->buf_size, &pairs_off);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
         kn_error("shm_open %s: %m", name);
@@ -207,9 +214,8 @@ knit_status_t kn_shm_create(const kn_shm_params_t *p)
     h->nranks = (uint32_t)p->local_size;
     h->size = size;
     h->ring_entries = p->ring_entries;
-    h->slots = p->slots;
-    h->slot_size = p->slot_size;
-    h->pair_size = pair_size(p->ring_entries, p->slots, p->slot_size);
+    h->buf_size = p->buf_size;
+    h->pair_size = pair_size(p->ring_entries, p->buf_size);
     h->pairs_offset = pairs_off;
     atomic_store_explicit(&h->ready, 1, memory_order_release);
     munmap(h, sizeof(*h));
@@ -246,6 +252,8 @@ static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
     shm_tl_t *s = shm_of(tl);
     int li = local_index(s, peer);
     pair_local_t *q = &s->out[li];
+    if (kn_unlikely(len > tl->max_payload))
+        return KNIT_ERR_INVAL;
     if (kn_unlikely(q->head - q->cached_tail >= s->ring_entries)) {
         q->cached_tail = atomic_load_explicit(&q->ctl->tail, memory_order_acquire);
         if (q->head - q->cached_tail >= s->ring_entries) {
@@ -253,13 +261,13 @@ static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
             return KNIT_ERR_AGAIN;
         }
     }
-    int in_slot = len > DESC_INLINE;
-    if (in_slot) {
-        if (kn_unlikely(len > s->slot_size))
-            return KNIT_ERR_INVAL;
-        if (q->slot_head - q->cached_slot_tail >= s->slots) {
-            q->cached_slot_tail = atomic_load_explicit(&q->ctl->slot_tail, memory_order_acquire);
-            if (q->slot_head - q->cached_slot_tail >= s->slots) {
+    int in_buf = len > DESC_INLINE;
+    uint64_t start = 0;
+    if (in_buf) {
+        start = buf_place(q->buf_head, len, s->buf_size);
+        if (start + len - q->cached_buf_tail > s->buf_size) {
+            q->cached_buf_tail = atomic_load_explicit(&q->ctl->buf_tail, memory_order_acquire);
+            if (start + len - q->cached_buf_tail > s->buf_size) {
                 q->blocked = 1;
                 return KNIT_ERR_AGAIN;
             }
@@ -267,13 +275,12 @@ static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
     }
     desc_t *d = &q->ring[q->head & (s->ring_entries - 1)];
     d->hdr = *hdr;
-    d->plen = (uint16_t)(in_slot ? 0 : len);
-    d->flags = in_slot ? DESC_F_SLOT : 0;
-    if (in_slot) {
-        char *slot = q->slots + (q->slot_head % s->slots) * s->slot_size;
-        memcpy(slot, payload, len);
-        d->slot_len = (uint32_t)len;
-        q->slot_head++;
+    d->plen = (uint16_t)(in_buf ? 0 : len);
+    d->flags = in_buf ? DESC_F_BUF : 0;
+    if (in_buf) {
+        memcpy(q->buf + start % s->buf_size, payload, len);
+        d->buf_len = (uint32_t)len;
+        q->buf_head = start + len;
     } else if (len) {
         memcpy(d->data, payload, len);
     }
@@ -299,17 +306,19 @@ static int shm_progress(kn_tl_t *tl)
                 break;
             const void *payload = d->data;
             size_t len = d->plen;
-            if (d->flags & DESC_F_SLOT) {
-                payload = q->slots + (q->slot_tail % s->slots) * s->slot_size;
-                len = d->slot_len;
-                if (len > s->slot_size)
-                    len = s->slot_size; /* cannot happen unless the segment was scribbled on */
+            uint64_t start = 0;
+            if (d->flags & DESC_F_BUF) {
+                len = d->buf_len;
+                if (kn_unlikely(len > tl->max_payload))
+                    len = tl->max_payload; /* only if the segment was scribbled on */
+                start = buf_place(q->buf_pos, len, s->buf_size);
+                payload = q->buf + start % s->buf_size;
             }
             kn_pkt_hdr_t hdr = d->hdr;
             tl->recv_cb(tl->cb_arg, s->p.first_rank + li, &hdr, payload, len);
-            if (d->flags & DESC_F_SLOT) {
-                q->slot_tail++;
-                atomic_store_explicit(&q->ctl->slot_tail, q->slot_tail, memory_order_release);
+            if (d->flags & DESC_F_BUF) {
+                q->buf_pos = start + len;
+                atomic_store_explicit(&q->ctl->buf_tail, q->buf_pos, memory_order_release);
             }
             q->tail++;
             atomic_store_explicit(&q->ctl->tail, q->tail, memory_order_release);
@@ -335,9 +344,9 @@ static int shm_pending(shm_tl_t *s)
         if (li == s->p.local_rank)
             continue;
         pair_local_t *o = &s->out[li];
-        if (o->blocked && (o->head - atomic_load_explicit(&o->ctl->tail, memory_order_acquire) < s->ring_entries) &&
-            (o->slot_head - atomic_load_explicit(&o->ctl->slot_tail, memory_order_acquire) < s->slots))
-            return 1;
+        if (o->blocked && (atomic_load_explicit(&o->ctl->tail, memory_order_acquire) != o->cached_tail ||
+                           atomic_load_explicit(&o->ctl->buf_tail, memory_order_acquire) != o->cached_buf_tail))
+            return 1; /* credits came back since the send that found none */
         pair_local_t *q = &s->in[li];
         desc_t *d = &q->ring[q->tail & (s->ring_entries - 1)];
         if (atomic_load_explicit(&d->seq, memory_order_acquire) == (uint32_t)(q->tail + 1))
@@ -532,7 +541,7 @@ static void pair_setup(shm_tl_t *s, pair_local_t *q, int sender, int receiver)
     memset(q, 0, sizeof(*q));
     q->ctl = (pair_ctl_t *)base;
     q->ring = (desc_t *)(base + sizeof(pair_ctl_t));
-    q->slots = base + KN_ALIGN_UP(sizeof(pair_ctl_t) + (size_t)s->ring_entries * sizeof(desc_t), 4096);
+    q->buf = base + KN_ALIGN_UP(sizeof(pair_ctl_t) + (size_t)s->ring_entries * sizeof(desc_t), 4096);
 }
 
 knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *cb_arg, kn_tl_t **out)
@@ -561,7 +570,7 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
     if (!atomic_load_explicit(&h->ready, memory_order_acquire) || h->magic != SEG_MAGIC ||
         h->version != SEG_VERSION || h->nranks != (uint32_t)p->local_size ||
         h->size != (uint64_t)st.st_size ||
-        h->size != seg_layout(h->nranks, h->ring_entries, h->slots, h->slot_size, &pairs_off) ||
+        h->size != seg_layout(h->nranks, h->ring_entries, h->buf_size, &pairs_off) ||
         h->pairs_offset != pairs_off) {
         kn_error("node segment %s has an unexpected layout (another job's file?)", name);
         munmap(seg, (size_t)st.st_size);
@@ -576,8 +585,7 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
     s->hdr = h;
     s->areas = (rank_area_t *)((char *)seg + KN_ALIGN_UP(sizeof(seg_hdr_t), KN_CACHELINE));
     s->ring_entries = h->ring_entries;
-    s->slots = h->slots;
-    s->slot_size = h->slot_size;
+    s->buf_size = h->buf_size;
     s->out = calloc((size_t)p->local_size, sizeof(pair_local_t));
     s->in = calloc((size_t)p->local_size, sizeof(pair_local_t));
     s->rma_ok = calloc((size_t)p->local_size, 1);
@@ -592,7 +600,7 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
     atomic_store_explicit(&me->pid, (int32_t)getpid(), memory_order_release);
     s->base.ops = &shm_ops;
     s->base.max_inline = DESC_INLINE;
-    s->base.max_payload = s->slot_size;
+    s->base.max_payload = s->buf_size / 4;
     s->base.bulk_inflight = 1;
     s->coop_chunk = p->coop_chunk;
     s->base.recv_cb = cb;

@@ -1,6 +1,6 @@
 /*
  * Shared-memory transport: the node segment that the ranks of one node
- * share, with one queue (ring of one-cache-line entries + eager slots) per
+ * share, with one queue (ring of one-cache-line entries + a buffer for payloads) per
  * ordered pair of ranks, a doorbell per rank, and cross-memory attach
  * (process_vm_readv/writev) for bulk data.
  *
@@ -22,8 +22,8 @@ typedef struct kn_shm_params {
     int local_rank, local_size;
     int first_rank;        /* job rank of local rank 0 (peers are job ranks) */
     int cma_mode;          /* 0 auto, 1 on, 2 off (KNIT_CMA) */
-    unsigned ring_entries, slots;
-    size_t slot_size;
+    unsigned ring_entries;
+    size_t buf_size;       /* eager buffer per pair (power of two) */
     size_t coop_chunk;     /* cooperative copies in chunks of this; 0 = off */
 } kn_shm_params_t;
 

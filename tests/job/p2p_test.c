@@ -76,14 +76,19 @@ static size_t parse_size(const char *s)
 static size_t build_sizes(size_t *out, size_t max)
 {
     size_t n = 0;
-    const char *env[] = {"KNIT_INLINE_MAX", "KNIT_EAGER_MAX", "KNIT_CMA_MIN", "KNIT_SHM_SLOT_SIZE",
-                         "KNIT_BULK_CHUNK"};
-    size_t defaults[] = {28, 16384, 16384, 16384, 1 << 20};
+    /* the largest shm packet is a quarter of KNIT_SHM_BUFFER */
+    const char *env[] = {"KNIT_INLINE_MAX", "KNIT_EAGER_MAX", "KNIT_CMA_MIN", "KNIT_SHM_BUFFER",
+                         "KNIT_BULK_CHUNK", "KNIT_COOP_CHUNK"};
+    size_t defaults[] = {28, 16384, 16384, 256 << 10, 1 << 20, 64 << 10};
     out[n++] = 0;
     out[n++] = 1;
     for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
         const char *v = getenv(env[i]);
         size_t t = v ? parse_size(v) : defaults[i];
+        if (!strcmp(env[i], "KNIT_SHM_BUFFER"))
+            t /= 4;
+        if (!strcmp(env[i], "KNIT_COOP_CHUNK"))
+            t *= 2;
         for (int d = -1; d <= 1; d++)
             if (t + d > 1 && t + d <= max)
                 out[n++] = t + (size_t)d;
@@ -98,7 +103,7 @@ static size_t build_sizes(size_t *out, size_t max)
  * sender-first. */
 static void case_sizes(size_t max)
 {
-    size_t sizes[64];
+    size_t sizes[80];
     size_t ns = build_sizes(sizes, max);
     uint8_t *sbuf = malloc(max + 1), *rbuf = malloc(max + 64);
     CHECK(sbuf && rbuf, "malloc");

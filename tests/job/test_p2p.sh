@@ -24,7 +24,7 @@ run() { # name timeout knitrun-args... -- prog-args
 # sizes up to 64 MiB between two ranks, every mechanism
 run sizes.n2 120 -n 2 "$PROG" sizes 64m
 run sizes.n2.cma_off 120 -n 2 -x KNIT_CMA=off "$PROG" sizes 64m
-run sizes.n2.small_thresholds 120 -n 2 -x KNIT_EAGER_MAX=1k -x KNIT_CMA_MIN=100k -x KNIT_SHM_SLOT_SIZE=4k \
+run sizes.n2.small_thresholds 120 -n 2 -x KNIT_EAGER_MAX=1k -x KNIT_CMA_MIN=100k -x KNIT_SHM_BUFFER=16k \
     -x KNIT_INLINE_MAX=8 -x KNIT_BULK_CHUNK=64k "$PROG" sizes 1m
 run sizes.n4 120 -n 4 "$PROG" sizes 1m
 run sizes.n8.oversubscribed 180 -n 8 "$PROG" sizes 256k
@@ -36,7 +36,7 @@ run match.n8 120 -n 8 "$PROG" match
 run truncate.cma_off 60 -n 2 -x KNIT_CMA=off "$PROG" truncate
 run probe.cma_off 60 -n 2 -x KNIT_CMA=off "$PROG" probe
 run flood.n3 120 -n 3 "$PROG" flood 10000
-run flood.n4.small_ring 120 -n 4 -x KNIT_SHM_RING=4 -x KNIT_SHM_SLOTS=2 "$PROG" flood 3000
+run flood.n4.small_ring 120 -n 4 -x KNIT_SHM_RING=4 -x KNIT_SHM_BUFFER=8k -x KNIT_EAGER_MAX=2k "$PROG" flood 3000
 for w in spin yield block; do
     run "many.wait_$w" 60 -n 4 -x KNIT_WAIT=$w "$PROG" many
 done

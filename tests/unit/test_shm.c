@@ -13,7 +13,8 @@
 #define TOTAL 5000u
 #define SLOT 256u
 
-/* packet k: tag k, k % (SLOT + 1) bytes of value (k + i) */
+/* packet k: tag k, k % (SLOT + 1) bytes of value (k + i); the 4 KiB
+ * buffer holds few of them, so it wraps and runs out often */
 static size_t pkt_len(uint64_t k)
 {
     return k % (SLOT + 1);
@@ -75,7 +76,7 @@ KN_TEST(credits_order_wrap_and_doorbell)
     char jobid[32];
     snprintf(jobid, sizeof(jobid), "ut%d", (int)getpid());
     kn_shm_params_t p0 = {.jobid = jobid, .local_rank = 0, .local_size = 2, .ring_entries = 4,
-                          .slots = 2, .slot_size = SLOT};
+                          .buf_size = 4096};
     kn_shm_params_t p1 = p0;
     p1.local_rank = 1;
     KN_CHECK_EQ(kn_shm_create(&p0), KNIT_OK);
@@ -110,8 +111,8 @@ KN_TEST(credits_order_wrap_and_doorbell)
     }
     KN_CHECK_EQ(k, TOTAL);
     KN_CHECK(again > 0); /* credits ran out while the consumer drained */
-    /* a payload bigger than a slot is refused */
-    unsigned char big[SLOT + 1] = {0};
+    /* a payload bigger than a quarter of the buffer is refused */
+    unsigned char big[4096 / 4 + 1] = {0};
     kn_pkt_hdr_t h = {.type = KN_PKT_EAGER, .tag = 0};
     KN_CHECK_EQ(tl->ops->send(tl, 1, &h, big, sizeof(big)), KNIT_ERR_INVAL);
 
@@ -131,7 +132,7 @@ KN_TEST(credits_order_wrap_and_doorbell)
 KN_TEST(attach_refuses_bad_segments)
 {
     kn_shm_params_t p = {.jobid = "nosuchjob", .local_rank = 1, .local_size = 2, .ring_entries = 4,
-                         .slots = 2, .slot_size = SLOT};
+                         .buf_size = 4096};
     kn_tl_t *tl;
     KN_CHECK_EQ(kn_shm_attach(&p, on_pkt, NULL, &tl), KNIT_ERR_IO);
     /* a segment made for 3 ranks is refused by a rank told there are 2 */
@@ -148,6 +149,9 @@ KN_TEST(attach_refuses_bad_segments)
     tl->ops->destroy(tl); /* local rank 0 unlinks */
     /* bad geometry is refused with a message */
     p.ring_entries = 3;
+    KN_CHECK_EQ(kn_shm_create(&p), KNIT_ERR_INVAL);
+    p.ring_entries = 4;
+    p.buf_size = 5000;
     KN_CHECK_EQ(kn_shm_create(&p), KNIT_ERR_INVAL);
 }
 

@@ -1,0 +1,38 @@
+# Offload: the daemons (knit-agent, knit-switch), the modules (one .c ->
+# one .so, built against include/knit/module.h alone) and the offload
+# benchmark.  See docs/modules.md.
+
+AGENT_SRCS  := $(wildcard agent/*.c)
+SWITCH_SRCS := $(wildcard switch/*.c)
+KNIT_AGENT  := $(BUILD)/bin/knit-agent
+KNIT_SWITCH := $(BUILD)/bin/knit-switch
+
+$(KNIT_AGENT): $(AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(LIBKNIT_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBKNIT_A) $(LIBS)
+
+$(KNIT_SWITCH): $(SWITCH_SRCS:%.c=$(BUILD)/obj/%.o) $(LIBKNIT_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBKNIT_A) $(LIBS)
+
+# Modules: only include/ on the include path, so that a module cannot
+# reach knit's internals; no knit library linked in.
+MODULE_SRCS := $(wildcard modules/*.c)
+MODULES     := $(patsubst modules/%.c,$(BUILD)/modules/%.so,$(MODULE_SRCS))
+MODULE_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -g -O2 -fPIC \
+                 $(if $(filter 1,$(ASAN)),-fsanitize=undefined)
+
+$(BUILD)/modules/%.so: modules/%.c include/knit/module.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) -Iinclude $(MODULE_CFLAGS) -shared -o $@ $<
+
+# bench/offload_rtt.c: round trips to a module vs the agent's built-in handler
+OFFLOAD_BENCH := $(BUILD)/bench/offload_rtt
+$(OFFLOAD_BENCH): $(BUILD)/obj/bench/offload_rtt.o $(LIBKNIT_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIBKNIT_A) $(LIBS)
+
+ALL_TARGETS += $(KNIT_AGENT) $(KNIT_SWITCH) $(MODULES) $(OFFLOAD_BENCH)
+
+.PHONY: offload
+offload: $(KNIT_AGENT) $(KNIT_SWITCH) $(MODULES) $(OFFLOAD_BENCH)

@@ -1,0 +1,37 @@
+/* Under the default handler (MPI_ERRORS_ARE_FATAL) a bad argument ends
+ * the job with a message naming the call and the error class.  argv[1]
+ * picks the error. */
+#include "mt.h"
+
+int main(int argc, char **argv)
+{
+    mt_init(&argc, &argv);
+    const char *what = argc > 1 ? argv[1] : "rank";
+    int buf[4] = {0};
+    if (mt_rank == mt_size - 1) {
+        if (!strcmp(what, "rank"))
+            MPI_Send(buf, 1, MPI_INT, mt_size + 5, 0, MPI_COMM_WORLD);
+        else if (!strcmp(what, "tag"))
+            MPI_Send(buf, 1, MPI_INT, 0, -3, MPI_COMM_WORLD);
+        else if (!strcmp(what, "type"))
+            MPI_Send(buf, 1, MPI_DATATYPE_NULL, 0, 0, MPI_COMM_WORLD);
+        else if (!strcmp(what, "comm"))
+            MPI_Send(buf, 1, MPI_INT, 0, 0, MPI_COMM_NULL);
+        else if (!strcmp(what, "truncate")) {
+            MPI_Send(buf, 4, MPI_INT, mt_rank, 1, MPI_COMM_SELF);
+            MPI_Recv(buf, 2, MPI_INT, 0, 1, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+        } else if (!strcmp(what, "request")) {
+            MPI_Request r = (MPI_Request)42;
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        } else if (!strcmp(what, "unsupported")) {
+            MPI_Comm c;
+            MPI_Comm_idup(MPI_COMM_WORLD, &c, NULL);
+        }
+        printf("not reached: the error did not end the job\n");
+        fflush(stdout);
+        return 0;
+    }
+    /* the others wait for a message that never comes */
+    MPI_Recv(buf, 1, MPI_INT, mt_size - 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return 0;
+}
