@@ -10,7 +10,6 @@
  * they claim.  Every queue entry is copied out of shared memory before it
  * is checked, so a rank cannot change it between check and use.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -179,6 +178,7 @@ static void hook_complete(kn_dreq_t *r, int32_t status, const void *res, uint64_
             r->result = copy;
             r->rlen = len;
             r->held = 1;
+            r->mslot = mslot;
             e.flags = KN_CQ_F_BIG;
             e.aux = r->token;
         }
@@ -385,6 +385,9 @@ static void process(int slot, const kn_off_sqe_t *q)
     int32_t st = KNIT_OK;
     kn_inst_t *in = q->op == KN_SQ_REQUEST || q->op == KN_SQ_POST_RECV ? kn_d_inst(q->mod) : NULL;
     int mslot = in ? kn_d_inst_slot(in) : -1;
+    kn_dreq_t *held = q->op == KN_SQ_FETCH ? kn_d_held(q->aux) : NULL;
+    if (held)
+        mslot = held->mslot;
     count(slot, mslot, T_SQ, offsetof(kn_off_sqe_t, data) + q->inl);
     int32_t rank = A.r[slot].rank;
     switch (q->op) {
@@ -414,6 +417,12 @@ static void process(int slot, const kn_off_sqe_t *q)
         return;
     }
     case KN_SQ_LOAD: {
+        if (rank == 0 && q->reserved == 1 && q->inl && !q->data[q->inl - 1]) {
+            /* rank 0 could not read the file: every rank gets its reason */
+            add_waiter(&A.joins, slot, q->id, q->aux);
+            kn_d_load(q->aux, q->flags, (const char *)q->data, NULL, 0);
+            return;
+        }
         if (rank != 0 || q->inl == 0 || q->inl > KNIT_MOD_NAME_MAX || q->data[q->inl - 1] ||
             q->flags < KNIT_MOD_AT_AGENT || q->flags > KNIT_MOD_AT_SWITCH || !q->addr) {
             fail_entry(slot, q, KNIT_ERR_PROTO, "malformed load entry");
@@ -444,15 +453,15 @@ static void process(int slot, const kn_off_sqe_t *q)
         kn_d_unload(q->mod, slot);
         return;
     case KN_SQ_FETCH: {
-        kn_dreq_t *r = kn_d_held(q->aux);
+        kn_dreq_t *r = held;
         if (!r || r->slot != slot || q->len < r->rlen || !q->addr) {
             fail_entry(slot, q, KNIT_ERR_PROTO, "bad fetch");
             return;
         }
         kn_off_cqe_t e = {.op = KN_CQ_DONE, .id = q->id, .len = r->rlen};
-        e.status = cma(slot, 1, r->result, q->addr, r->rlen, -1);
+        e.status = cma(slot, 1, r->result, q->addr, r->rlen, mslot);
         kn_d_release(r);
-        post_cqe(slot, &e, -1);
+        post_cqe(slot, &e, mslot);
         return;
     }
     case KN_SQ_INFO: {

@@ -36,6 +36,21 @@ void bp_recv(void *buf, size_t len, int peer, int tag);
 size_t bp_recv_len(void *buf, size_t len, int peer, int tag);
 void bp_barrier(void);
 
+/*
+ * Collectives over all ranks of the job, for bench/coll.c.  bp_mpi.c maps
+ * them to the MPI collectives on MPI_COMM_WORLD, bp_knit.c to knit's native
+ * collectives on knit_comm_world().  Byte counts are per message (bcast) or
+ * per rank block (allgather, alltoall: out holds size() blocks of len bytes,
+ * block i from / for rank i); the reductions add `count` doubles
+ * elementwise (MPI_SUM of MPI_DOUBLE, KNIT_OP_SUM of KNIT_DOUBLE); out of
+ * bp_reduce is significant at the root only.  in and out never overlap.
+ */
+void bp_bcast(void *buf, size_t len, int root);
+void bp_reduce(const double *in, double *out, size_t count, int root);
+void bp_allreduce(const double *in, double *out, size_t count);
+void bp_allgather(const void *in, void *out, size_t len);
+void bp_alltoall(const void *in, void *out, size_t len);
+
 /* Ends the job (all ranks) with exit code 1 after printing msg. */
 void bp_abort(const char *msg) __attribute__((noreturn));
 

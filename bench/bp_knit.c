@@ -14,8 +14,6 @@
 
 /* The benchmarks' traffic uses one context id of its own. */
 #define BP_COMM 0x62656e63u /* "benc" */
-/* Barrier rounds use tags above every benchmark tag: one tag per round. */
-#define BP_TAG_BARRIER (BP_TAG_MAX + 1)
 
 static knit_ctx_t *ctx;
 
@@ -103,22 +101,39 @@ size_t bp_recv_len(void *buf, size_t len, int peer, int tag)
     return st.length;
 }
 
-/* Dissemination barrier: ceil(log2 size) rounds; in round k each rank
- * signals rank + 2^k and waits for rank - 2^k.  A tag per round keeps
- * rounds of consecutive barriers apart. */
+/* The collectives: knit's own, on the job's communicator. */
 void bp_barrier(void)
 {
-    int rank = knit_rank(ctx), size = knit_size(ctx);
-    char out = 0, in;
-    for (int k = 1, round = 0; k < size; k <<= 1, round++) {
-        knit_request_t *r;
-        check(knit_isend(ctx, &out, 0, (rank + k) % size, BP_TAG_BARRIER + round, BP_COMM, &r),
-              "knit_isend (barrier)");
-        check(knit_recv(ctx, &in, 0, (rank - k + size) % size, BP_TAG_BARRIER + round, BP_COMM,
-                        NULL),
-              "knit_recv (barrier)");
-        check(knit_wait(&r, NULL), "knit_wait (barrier)");
-    }
+    check(knit_barrier(knit_comm_world(ctx)), "knit_barrier");
+}
+
+void bp_bcast(void *buf, size_t len, int root)
+{
+    check(knit_bcast(knit_comm_world(ctx), buf, len, KNIT_BYTE, root), "knit_bcast");
+}
+
+static const knit_op_t op_sum = {.kind = KNIT_OP_SUM};
+
+void bp_reduce(const double *in, double *out, size_t count, int root)
+{
+    check(knit_reduce(knit_comm_world(ctx), in, out, count, KNIT_DOUBLE, &op_sum, root),
+          "knit_reduce");
+}
+
+void bp_allreduce(const double *in, double *out, size_t count)
+{
+    check(knit_allreduce(knit_comm_world(ctx), in, out, count, KNIT_DOUBLE, &op_sum),
+          "knit_allreduce");
+}
+
+void bp_allgather(const void *in, void *out, size_t len)
+{
+    check(knit_allgather(knit_comm_world(ctx), in, out, len, KNIT_BYTE), "knit_allgather");
+}
+
+void bp_alltoall(const void *in, void *out, size_t len)
+{
+    check(knit_alltoall(knit_comm_world(ctx), in, out, len, KNIT_BYTE), "knit_alltoall");
 }
 
 const char *bp_impl_name(void)

@@ -142,6 +142,37 @@ void bp_barrier(void)
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
 
+void bp_bcast(void *buf, size_t len, int root)
+{
+    check(MPI_Bcast(buf, count_of(len), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
+void bp_reduce(const double *in, double *out, size_t count, int root)
+{
+    check(MPI_Reduce(in, out, count_of(count), MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD),
+          "MPI_Reduce");
+}
+
+void bp_allreduce(const double *in, double *out, size_t count)
+{
+    check(MPI_Allreduce(in, out, count_of(count), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+          "MPI_Allreduce");
+}
+
+void bp_allgather(const void *in, void *out, size_t len)
+{
+    check(MPI_Allgather(in, count_of(len), MPI_BYTE, out, count_of(len), MPI_BYTE,
+                        MPI_COMM_WORLD),
+          "MPI_Allgather");
+}
+
+void bp_alltoall(const void *in, void *out, size_t len)
+{
+    check(MPI_Alltoall(in, count_of(len), MPI_BYTE, out, count_of(len), MPI_BYTE,
+                       MPI_COMM_WORLD),
+          "MPI_Alltoall");
+}
+
 const char *bp_impl_name(void)
 {
 #ifdef BP_IMPL_NAME

@@ -272,6 +272,51 @@ long bench_agree_iters(const bench_opts_t *o, const bench_pair_t *p, bench_kerne
     return (long)ctl[1];
 }
 
+double bench_max_all(double v)
+{
+    int rank = bp_rank(), size = bp_size();
+    if (rank == 0) {
+        for (int r = 1; r < size; r++) {
+            double x;
+            if (bp_recv_len(&x, sizeof(x), r, TAG_CTRL) != sizeof(x))
+                bp_abort("bench: short control message");
+            if (x > v)
+                v = x;
+        }
+        for (int r = 1; r < size; r++)
+            bp_send(&v, sizeof(v), r, TAG_CTRL);
+    } else {
+        bp_send(&v, sizeof(v), 0, TAG_CTRL);
+        if (bp_recv_len(&v, sizeof(v), 0, TAG_CTRL) != sizeof(v))
+            bp_abort("bench: short control message");
+    }
+    return v;
+}
+
+long bench_agree_iters_all(const bench_opts_t *o, bench_kernel_t k, void *arg)
+{
+    const long max_iters = 1000000;
+    long n = 1, final;
+    for (;;) {
+        bp_barrier();
+        /* every rank gets the same maximum, so every rank decides the same */
+        double t = bench_max_all(k(arg, n));
+        if (o->iters > 0) {
+            final = o->iters;
+            break;
+        }
+        if (t >= o->batch_time / 4 || n >= max_iters) {
+            double want = t > 0 ? (double)n * o->batch_time / t : (double)max_iters;
+            final = want < 2 ? 2 : want > max_iters ? max_iters : (long)want;
+            break;
+        }
+        n = t < o->batch_time / 64 ? n * 8 : n * 2;
+    }
+    bp_barrier();
+    k(arg, final / 8 + 1); /* a short warm-up at the final count's pace */
+    return final;
+}
+
 /* The pattern: 64-bit words from a counter-based generator seeded by
  * (size, iter), so every size and iteration has different bytes. */
 static inline uint64_t mix(uint64_t x)
@@ -425,6 +470,7 @@ void bench_table(const char *bench, const char *metric, const char *unit)
         printf("%10zu %16s %12s %12s %10ld\n", trows[i].size, fmt(trows[i].med, a, 32),
                fmt(trows[i].min, b, 32), fmt(trows[i].max, c, 32), trows[i].iters);
     }
+    ntrows = 0;
     fflush(stdout);
 }
 

@@ -52,6 +52,16 @@ typedef double (*bench_kernel_t)(void *arg, long n);
 long bench_agree_iters(const bench_opts_t *o, const bench_pair_t *p, bench_kernel_t k,
                        void *arg);
 
+/* The same for programs where every rank takes part (coll, msgrate): each
+ * rank runs the kernel, the slowest rank's time decides, so every rank gets
+ * the same count.  Control traffic is point-to-point (never the collective
+ * under test). */
+long bench_agree_iters_all(const bench_opts_t *o, bench_kernel_t k, void *arg);
+
+/* The maximum of v over all ranks, returned on every rank (point-to-point:
+ * every rank sends to rank 0, which sends the maximum back). */
+double bench_max_all(double v);
+
 /* Makes the two partners start the next step together (a 0-byte exchange). */
 void bench_pair_sync(const bench_pair_t *p);
 
@@ -75,6 +85,7 @@ double bench_median(double *v, int n); /* sorts v */
 void bench_header(const bench_opts_t *o, const bench_pair_t *p, const char *bench);
 void bench_result(const char *bench, size_t size, const char *metric, const char *unit,
                   double *per_batch, int nbatches, long iters);
+/* Prints the rows collected since the last table, then forgets them. */
 void bench_table(const char *bench, const char *metric, const char *unit);
 
 /* Untimed check for the windowed programs: `window` messages of `size` bytes

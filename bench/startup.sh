@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Job start-up time: `knitrun -n 2` of a program that only initializes and
-# finalizes (tests/job/nop), median of RUNS runs, next to MPICH's and Open
+# Job start-up time: `knitrun -n 2` (and with --no-offload) of a program that
+# only initializes and finalizes (tests/job/nop), median of RUNS runs, next to MPICH's and Open
 # MPI's mpirun for MPI_Init/MPI_Finalize when they are installed.
 #   bench/startup.sh [--deps] [--runs N] [BUILD]
 #   --deps   install mpich and openmpi first (apt-get update; apt-get install)
@@ -59,6 +59,9 @@ C
 printf '%-34s %s\n' "launcher (2 ranks, init+finalize)" "median of $runs runs"
 k=$(median_ms "$KNITRUN" -n 2 "$NOP") && printf '%-34s %s ms\n' "knitrun -n 2" "$k" ||
     { echo "startup: knitrun failed"; exit 1; }
+# without the offload daemons (knit-agent per node) that knitrun starts by default
+k=$(median_ms "$KNITRUN" -n 2 --no-offload "$NOP") &&
+    printf '%-34s %s ms\n' "knitrun -n 2 --no-offload" "$k" || echo "knitrun --no-offload: failed"
 if command -v mpirun.mpich >/dev/null && command -v mpicc.mpich >/dev/null &&
     mpicc.mpich -o "$tmp/mpich" "$tmp/init.c" 2>/dev/null; then
     m=$(median_ms mpirun.mpich -n 2 "$tmp/mpich") && printf '%-34s %s ms\n' "mpirun.mpich -n 2" "$m" ||

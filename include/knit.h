@@ -381,6 +381,104 @@ knit_status_t knit_coll_test(knit_coll_request_t **req, int *done);
 knit_status_t knit_coll_wait(knit_coll_request_t **req);
 int knit_coll_done(const knit_coll_request_t *req);
 
+/* ------------------------------------------------------------ offload */
+
+/*
+ * Modules (docs/modules.md): code built against <knit/module.h> and loaded
+ * at run time into every node's knit-agent and the job's knit-switch
+ * (daemons knitrun starts with the job), or into the calling rank itself.
+ *
+ * knit_module_load is collective over the job for KNIT_MODULE_AGENT and
+ * KNIT_MODULE_SWITCH: every rank calls it, in the same order as its other
+ * loads and unloads; only rank 0 reads path, whose bytes are shipped to
+ * every daemon (the file need not exist anywhere else).  It returns once
+ * every daemon has the module, or fails everywhere with the same status
+ * (KNIT_ERR_INVAL for a file that is not a module: not ELF, wrong
+ * architecture, no KNIT_MOD_SYMBOL, wrong ABI version, init failing;
+ * knit_module_last_error says which and where).  On_request runs in the
+ * rank's node's agent (AGENT) or in the switch (SWITCH).  KNIT_MODULE_HOST
+ * is local to the caller: the same .so runs inside this process, with
+ * every agent and the switch emulated by a wrapper (for gdb, and to
+ * compare); no daemon needed.  Without daemons (a singleton, or knitrun
+ * --no-offload) AGENT and SWITCH give KNIT_ERR_NOT_SUPPORTED.
+ *
+ * knit_module_unload is collective too (per node it returns once every
+ * rank of the node unloaded); open requests of the caller end with
+ * KNIT_ERR_CANCELED.  Not thread safe (one context, one thread).
+ */
+typedef struct knit_module knit_module_t;
+typedef struct knit_mreq knit_mreq_t;     /* a module request */
+
+#define KNIT_MODULE_AGENT 1
+#define KNIT_MODULE_SWITCH 2
+#define KNIT_MODULE_HOST 3
+
+knit_status_t knit_module_load(knit_ctx_t *ctx, const char *path, int where, knit_module_t **mod);
+knit_status_t knit_module_unload(knit_module_t *mod);
+/* The module's name (from its descriptor). */
+const char *knit_module_name(const knit_module_t *mod);
+/* Text of this process's last offload error (a refused load, a module
+ * fault), "" when none; static storage, valid until the next offload call. */
+const char *knit_module_last_error(knit_ctx_t *ctx);
+
+/*
+ * Ask the module: on_request gets a copy of args (0 bytes .. 64 MiB; up
+ * to 200 bytes travel inside the queue entry, more are read from this
+ * process's memory by the agent, so args must stay unchanged until the
+ * request completes).  At most 64 requests and posted buffers per rank
+ * are open at once (more make the call wait for completions).
+ */
+knit_status_t knit_module_request(knit_module_t *mod, const void *args, size_t len,
+                                  knit_mreq_t **req);
+/*
+ * Completion of a module request (named so, not knit_test/knit_wait,
+ * which complete point-to-point requests).  knit_request_test sets *done;
+ * when done it copies up to cap result bytes into result, sets *len to
+ * the full result length (may be NULL), frees the request, sets *req to
+ * NULL and returns the request's status: the module's, KNIT_ERR_TRUNCATE
+ * when the result was longer than cap, KNIT_ERR_MODULE_FAULT when the
+ * module faulted (the result is then the reason, naming module and
+ * fault), KNIT_ERR_CANCELED when it was unloaded, KNIT_ERR_PEER when the
+ * agent is gone.  knit_request_wait blocks (spins, then sleeps until the
+ * agent rings).
+ */
+knit_status_t knit_request_test(knit_mreq_t **req, int *done, void *result, size_t cap,
+                                size_t *len);
+knit_status_t knit_request_wait(knit_mreq_t **req, void *result, size_t cap, size_t *len);
+
+/*
+ * Post a buffer that the module's deliver() service may fill (oldest
+ * first); the buffer belongs to knit until knit_module_recv_test/wait
+ * returns it.  recv_test sets *done and, when done, the buffer and the
+ * bytes delivered; it returns KNIT_ERR_TRUNCATE when the module delivered
+ * more than the buffer held.
+ */
+knit_status_t knit_module_post_recv(knit_module_t *mod, void *buf, size_t len);
+knit_status_t knit_module_recv_test(knit_module_t *mod, int *done, void **buf, size_t *len);
+knit_status_t knit_module_recv_wait(knit_module_t *mod, void **buf, size_t *len);
+
+/* Traffic across the host <-> agent boundary caused by this rank: queue
+ * entries both ways and the agent's reads and writes of its memory. */
+typedef struct knit_traffic {
+    uint64_t queue_in_ops, queue_in_bytes;    /* entries rank -> agent */
+    uint64_t queue_out_ops, queue_out_bytes;  /* entries agent -> rank */
+    uint64_t agent_read_ops, agent_read_bytes;
+    uint64_t agent_write_ops, agent_write_bytes;
+} knit_traffic_t;
+
+/* For mod, or for everything this rank did (mod NULL).  Zero at host
+ * placement (nothing crosses).  KNIT_STATS=1 prints it all per rank and
+ * module at the end of the job. */
+knit_status_t knit_stats(knit_ctx_t *ctx, const knit_module_t *mod, knit_traffic_t *out);
+
+/* The node's agent's own numbers, for leak checks and knit-info. */
+typedef struct knit_agent_info {
+    uint64_t open_fds, mappings;   /* of the agent process */
+    uint64_t modules, open_requests, scratch_bytes;
+    int32_t node, pid;
+} knit_agent_info_t;
+knit_status_t knit_agent_info(knit_ctx_t *ctx, knit_agent_info_t *info);
+
 #ifdef __cplusplus
 }
 #endif

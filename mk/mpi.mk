@@ -29,7 +29,7 @@ $(BUILD)/lib/libknitmpi.so.0: $(LIBKNITMPI_SO)
 
 $(LIBKNITMPI_SO): $(MPI_OBJS) $(LIBKNIT_SO) $(BUILD)/lib/libknit.so.0
 	@mkdir -p $(@D)
-	$(Q)$(CC) -shared -Wl,-soname,libknitmpi.so.0 $(LDFLAGS) -o $@ $(MPI_OBJS) \
+	$(Q)$(CC) -shared -Wl,-soname,libknitmpi.so.0 -Wl,-rpath,'$$ORIGIN' $(LDFLAGS) -o $@ $(MPI_OBJS) \
 	    -L$(BUILD)/lib -lknit $(LIBS)
 
 # knitcc / mpicc for the build tree (scripts/install.sh writes the

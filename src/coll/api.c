@@ -72,9 +72,14 @@ static int node_aware(const knit_comm_t *c, int algo_node)
 {
     if (algo_node)
         return c->nnodes > 1 || c->max_local > 1;
-    if (kn_cfg.coll_node_aware == 2 /* off */)
+    switch (kn_cfg.coll_node_aware) {
+    case 1: /* on */
+        return c->nnodes > 1;
+    case 2: /* off */
         return 0;
-    return c->nnodes > 1 && c->max_local > 1;
+    default:
+        return c->nnodes > 1 && c->max_local > 1;
+    }
 }
 
 /* The group of node representatives, with root standing for its node. */

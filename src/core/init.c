@@ -11,6 +11,7 @@
 #include "p2p/p2p.h"
 #include "p2p/self.h"
 #include "net/net.h"
+#include "offload/offload.h"
 #include "shm/shm.h"
 #include "util/config.h"
 #include "util/env.h"
@@ -302,6 +303,16 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
     st = transports_start(ctx);
     if (st != KNIT_OK)
         goto err_boot;
+    /* offload: connect to this node's agent when knitrun started one */
+    kn_off_params_t op = {
+        .ctx = ctx, .rank = ctx->rank, .size = ctx->size, .node = ctx->node, .nnodes = ctx->nnodes,
+        .local_rank = ctx->local_rank, .local_size = ctx->local_size, .first_local = ctx->first_local,
+        .node_of = ctx->node_of, .jobid = ctx->jobid, .boot = ctx->boot,
+        .agent = !kn_boot_is_singleton(ctx->boot) && kn_cfg.offload,
+    };
+    st = kn_off_open(&op);
+    if (st != KNIT_OK)
+        goto err_boot;
     kn_coll_params_t cp = {.ctx = ctx, .p2p = ctx->p2p, .rank = ctx->rank, .size = ctx->size,
                            .node_of = ctx->node_of};
     st = kn_coll_create(&cp, &ctx->coll); /* owns the world communicator */
@@ -312,6 +323,7 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
     return KNIT_OK;
 
 err_boot:
+    kn_off_close();
     transports_stop(ctx);
     kn_boot_close(ctx->boot);
 err:
@@ -325,6 +337,7 @@ knit_status_t knit_finalize(knit_ctx_t *ctx)
 {
     if (!ctx || ctx != the_ctx || ctx->finalized)
         return KNIT_ERR_STATE;
+    kn_off_close(); /* the agent forgets this rank's modules and buffers */
     if (ctx->net_tl)
         kn_net_quiesce(ctx->net_tl); /* what we sent leaves before we stop progressing */
     knit_status_t st = kn_boot_fence(ctx->boot);

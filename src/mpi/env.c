@@ -150,6 +150,8 @@ int MPI_Finalize(void)
         kn_mpi_attrs_delete(KN_K_COMM, MPI_COMM_SELF, &self->attrs);
     kn_mpi_bsend_fini();
     kn_mpi_reqs_poll_detached(1);
+    kn_mpi_reqs_fini();
+    kn_mpi_ops_fini();
     kn_mpi_comms_fini();
     kn_mpi_types_fini();
     kn_mpi_infos_fini();

@@ -133,7 +133,8 @@ typedef struct kn_mpi_type {
 } kn_mpi_type_t;
 
 /* A request of the MPI layer. */
-enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE };
+enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE, KN_RQ_COLL };
+typedef struct kn_mpi_coll kn_mpi_coll_t; /* a nonblocking collective (coll.c) */
 enum { KN_MODE_STD = 0, KN_MODE_SYNC, KN_MODE_READY, KN_MODE_BUF };
 typedef struct kn_mpi_req {
     MPI_Request handle;
@@ -150,6 +151,7 @@ typedef struct kn_mpi_req {
     int freeing;          /* MPI_Request_free on an active request */
     int cancel_failed;
     struct kn_mpi_req *next_detached;
+    kn_mpi_coll_t *coll;  /* KN_RQ_COLL: the collective in flight (kr is NULL) */
 } kn_mpi_req_t;
 
 typedef struct kn_mpi_errh {
@@ -235,6 +237,12 @@ void kn_mpi_unpack(const kn_mpi_type_t *t, const void *in, size_t nbytes, void *
 /* Basic elements in the first nbytes of the layout; -1 if nbytes ends
  * inside an element. */
 MPI_Count kn_mpi_type_elements(const kn_mpi_type_t *t, size_t nbytes);
+/* Whether count elements of t are one run of bytes at buf + true_lb (sent,
+ * received, moved by collectives in place, without packing). */
+static inline int kn_mpi_type_dense(const kn_mpi_type_t *t, size_t count)
+{
+    return t->contig || (count <= 1 && t->nseg <= 1 && (t->nseg == 0 || t->seg[0].count == 1));
+}
 /* The buffer argument check shared by every call: NULL with data is an
  * error unless the layout is absolute (MPI_BOTTOM). */
 static inline int kn_mpi_bad_buffer(const void *buf, int count, const kn_mpi_type_t *t)
@@ -261,6 +269,18 @@ int kn_mpi_attrs_delete(int kind, int h, kn_mpi_attr_t **list);
 /* ------------------------------------------------------------- requests */
 
 void kn_mpi_reqs_poll_detached(int wait);
+/* A request of the given kind on c (t may be NULL), and its release. */
+kn_mpi_req_t *kn_mpi_req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind);
+void kn_mpi_req_release(kn_mpi_req_t *r);
+/* Nonblocking collectives (coll.c): whether r's collective finished
+ * (progresses once if not); wait for it and finish it (unpack, free its
+ * state, r->coll = NULL, r->done_st set), returning its MPI class (not
+ * raised). */
+int kn_mpi_coll_test(kn_mpi_req_t *r);
+int kn_mpi_coll_finish(kn_mpi_req_t *r);
+/* user ops (coll.c), at MPI_Finalize */
+void kn_mpi_ops_fini(void);
+void kn_mpi_reqs_fini(void);
 void kn_mpi_bsend_fini(void);
 
 /* --------------------------------------------------------------- info */

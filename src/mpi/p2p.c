@@ -131,7 +131,7 @@ static inline int job_src(const kn_mpi_comm_t *c, int source)
 /* Whether count elements are one block in memory (sent / received in place). */
 static inline int in_place(const kn_mpi_type_t *t, int count)
 {
-    return t->contig || (count <= 1 && t->nseg <= 1 && (t->nseg == 0 || t->seg[0].count == 1));
+    return kn_mpi_type_dense(t, (size_t)count);
 }
 
 static knit_status_t send_post(kn_mpi_comm_t *c, const void *buf, int count, kn_mpi_type_t *t, int dest, int tag,
@@ -323,6 +323,16 @@ static void req_release(kn_mpi_req_t *r)
     req_pool = r;
 }
 
+kn_mpi_req_t *kn_mpi_req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind)
+{
+    return req_new(c, t, kind);
+}
+
+void kn_mpi_req_release(kn_mpi_req_t *r)
+{
+    req_release(r);
+}
+
 static kn_mpi_req_t *req_arg(MPI_Request h, const char *fn, int *err)
 {
     kn_mpi_req_t *r = kn_mpi_tbl_get(&kn_mpi.reqs, h);
@@ -419,6 +429,15 @@ void kn_mpi_reqs_poll_detached(int wait)
         } else {
             p = &r->next_detached;
         }
+    }
+}
+
+void kn_mpi_reqs_fini(void)
+{
+    while (req_pool) {
+        kn_mpi_req_t *r = req_pool;
+        req_pool = r->next_detached;
+        free(r);
     }
 }
 
@@ -788,12 +807,27 @@ static int req_state(MPI_Request h, kn_mpi_req_t **out, const char *fn, int *err
     *out = r;
     if (!r->active)
         return RQ_INACTIVE;
-    return r->kr ? RQ_PENDING : RQ_READY;
+    return r->kr || r->coll ? RQ_PENDING : RQ_READY;
+}
+
+/* Whether a pending request's operation finished (progresses once). */
+static int pending_done(kn_mpi_req_t *r)
+{
+    if (r->coll)
+        return kn_mpi_coll_test(r);
+    int done = 0;
+    knit_request_status(r->kr, &done, NULL);
+    return done;
 }
 
 /* Complete r (its engine request done or about to be: waits), report. */
 static int complete(kn_mpi_req_t *r, MPI_Request *handle, MPI_Status *st)
 {
+    if (r->coll) {
+        int cls = kn_mpi_coll_finish(r);
+        req_finish(r, NULL, KNIT_OK, st, handle);
+        return cls;
+    }
     if (!r->kr)
         return req_finish(r, NULL, KNIT_OK, st, handle);
     knit_msg_status_t ks;
@@ -862,13 +896,9 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
         status_empty(status);
         return MPI_SUCCESS;
     }
-    if (s == RQ_PENDING) {
-        int done = 0;
-        knit_request_status(r->kr, &done, NULL);
-        if (!done) {
-            *flag = 0;
-            return MPI_SUCCESS;
-        }
+    if (s == RQ_PENDING && !pending_done(r)) {
+        *flag = 0;
+        return MPI_SUCCESS;
     }
     *flag = 1;
     return complete_raise(r, request, status, __func__);
@@ -953,7 +983,7 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
             r->kr = NULL; /* freed by knit_waitall */
             cls = req_finish(r, &kss[i], kss[i].error, st, &array_of_requests[i]);
         } else {
-            cls = req_finish(r, NULL, KNIT_OK, st, &array_of_requests[i]);
+            cls = complete(r, &array_of_requests[i], st); /* a collective, or done */
         }
         if (st)
             st->MPI_ERROR = cls;
@@ -982,11 +1012,8 @@ int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Statu
     int all = 1;
     for (int i = 0; i < count && all; i++) {
         kn_mpi_req_t *r = kn_mpi_tbl_get(&kn_mpi.reqs, array_of_requests[i]);
-        if (r && r->active && r->kr) {
-            int done = 0;
-            knit_request_status(r->kr, &done, NULL);
-            all = done;
-        }
+        if (r && r->active && (r->kr || r->coll))
+            all = pending_done(r);
     }
     *flag = all;
     if (!all)
@@ -1014,10 +1041,7 @@ static int scan_done(void *arg)
         if (!r || !r->active)
             continue;
         s->nactive++;
-        int done = 1;
-        if (r->kr)
-            knit_request_status(r->kr, &done, NULL);
-        if (!done)
+        if ((r->kr || r->coll) && !pending_done(r))
             continue;
         if (s->done_idx)
             s->done_idx[s->ndone] = i;
@@ -1129,6 +1153,12 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
             *status = r->done_st;
         return MPI_SUCCESS;
     }
+    if (r->coll) { /* its error, if any, is reported by the completion call */
+        *flag = pending_done(r);
+        if (*flag)
+            status_empty(status);
+        return MPI_SUCCESS;
+    }
     knit_msg_status_t ks;
     int done = 0;
     knit_status_t res = knit_request_status(r->kr, &done, &ks);
@@ -1168,6 +1198,9 @@ int MPI_Request_free(MPI_Request *request)
         return err;
     if (s == RQ_NULL)
         return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
+    if (r->coll)
+        return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST,
+                            "the request of a nonblocking collective cannot be freed (MPI 6.12): complete it");
     if (s == RQ_PENDING) {
         /* it completes on its own; its handle is gone now */
         r->freeing = 1;
@@ -1196,6 +1229,9 @@ int MPI_Cancel(MPI_Request *request)
         return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
     if (s == RQ_INACTIVE)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST, "the persistent request is not active");
+    if (r->coll)
+        return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST,
+                            "the request of a nonblocking collective cannot be cancelled (MPI 6.12)");
     if (s == RQ_READY)
         return MPI_SUCCESS; /* already complete: the cancel fails */
     if (r->kind == KN_RQ_SEND) {

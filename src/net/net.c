@@ -149,6 +149,7 @@ typedef struct net_tl {
     struct fid_cq *cq;
     struct fid_ep *ep;
     int cq_fd;                 /* wait fd of the CQ, -1 without */
+    size_t addrlen;            /* length of this endpoint's address */
     int mr_local, mr_endpoint, mr_prov_key, mr_virt;
     int write_dc;              /* writes need FI_DELIVERY_COMPLETE */
     size_t inject_max;         /* whole message through fi_inject up to this */
@@ -503,8 +504,11 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
         if (len)
             memcpy(msg + NET_HDRS, payload, len);
         rc = fi_inject(n->ep, msg, total, pe->addr);
-        if (rc == 0)
+        if (rc == 0) {
             pe->injected = 1;
+            if (!pe->outstanding)
+                pe->stall_since = 0; /* nothing tracked to wait for */
+        }
     } else {
         tx_buf_t *t = n->tx_free;
         if (!t)
@@ -518,6 +522,7 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
             n->tx_free = t->next;
             pe->outstanding++;
             pe->injected = 0;
+            peer_stall(n, pe); /* timed until it completes, if the peer never answered yet */
         }
     }
     if (kn_likely(rc == 0)) {
@@ -580,6 +585,7 @@ static knit_status_t net_rma(net_tl_t *n, int peer, int write, void *local, size
     }
     net_peer_t *pe = &n->peers[peer];
     pe->outstanding++;
+    peer_stall(n, pe);
     ssize_t rc = rma_post(n, o);
     if (rc == -FI_EAGAIN) {
         kn_list_push_back(&n->rma_retry, &o->link);
@@ -1100,10 +1106,32 @@ static int get_info(const char *provider, const char *iface, struct fi_info **ou
     return 0;
 }
 
+/* KNIT_NET_PROVIDER is a list in order of preference ("a,b,c"): the first
+ * one that opens here with what knit needs is used. */
+static int get_info_any(const char *providers, const char *iface, struct fi_info **out, char *why, size_t len)
+{
+    char list[512], reasons[1024] = "";
+    snprintf(list, sizeof(list), "%s", providers && *providers ? providers : "");
+    char *save = NULL;
+    int tried = 0;
+    for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        char one[512];
+        tried++;
+        if (get_info(p, iface, out, one, sizeof(one)) == 0)
+            return 0;
+        size_t used = strlen(reasons);
+        snprintf(reasons + used, sizeof(reasons) - used, "%s%s", used ? "; " : "", one);
+    }
+    if (!tried)
+        return get_info(NULL, iface, out, why, len);
+    snprintf(why, len, "%s", reasons);
+    return -1;
+}
+
 int kn_net_probe(const char *provider, const char *iface, char *what, size_t len)
 {
     struct fi_info *fi = NULL;
-    if (get_info(provider, iface, &fi, what, len) < 0)
+    if (get_info_any(provider, iface, &fi, what, len) < 0)
         return 0;
     struct fid_fabric *fab = NULL;
     struct fid_domain *dom = NULL;
@@ -1197,7 +1225,7 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
     }
 
     char why[512];
-    if (get_info(p->provider, p->iface, &n->info, why, sizeof(why)) < 0) {
+    if (get_info_any(p->provider, p->iface, &n->info, why, sizeof(why)) < 0) {
         kn_error("network transport: %s", why);
         st = KNIT_ERR_NOT_SUPPORTED;
         goto err;
@@ -1335,26 +1363,48 @@ err:
     return st;
 }
 
+/* A published name: provider-name length (1 byte), the provider's name,
+ * then the endpoint address; peers check that they speak the same. */
 knit_status_t kn_net_name(kn_tl_t *tl, void *buf, size_t *len)
 {
     net_tl_t *n = net_of(tl);
-    size_t l = *len;
-    int rc = fi_getname(&n->ep->fid, buf, &l);
+    const char *prov = n->info->fabric_attr->prov_name;
+    size_t plen = strlen(prov);
+    if (plen > 255 || *len < 1 + plen)
+        return KNIT_ERR_TRUNCATE;
+    size_t l = *len - 1 - plen;
+    int rc = fi_getname(&n->ep->fid, (char *)buf + 1 + plen, &l);
     if (rc) {
         kn_error("fi_getname: %s", fi_strerror(-rc));
         return rc == -FI_ETOOSMALL ? KNIT_ERR_TRUNCATE : KNIT_ERR_FABRIC;
     }
-    *len = l;
+    ((unsigned char *)buf)[0] = (unsigned char)plen;
+    memcpy((char *)buf + 1, prov, plen);
+    n->addrlen = l;
+    *len = 1 + plen + l;
     return KNIT_OK;
 }
 
 knit_status_t kn_net_connect(kn_tl_t *tl, int rank, const void *name, size_t len)
 {
     net_tl_t *n = net_of(tl);
-    (void)len;
-    if (rank < 0 || rank >= n->p.size || !n->peers[rank].on)
+    if (rank < 0 || rank >= n->p.size || !n->peers[rank].on || !name || len < 1)
         return KNIT_ERR_INVAL;
-    int rc = fi_av_insert(n->av, name, 1, &n->peers[rank].addr, 0, NULL);
+    const unsigned char *b = name;
+    const char *prov = n->info->fabric_attr->prov_name;
+    size_t plen = b[0];
+    if (len < 1 + plen || plen != strlen(prov) || memcmp(b + 1, prov, plen)) {
+        kn_error("rank %d uses network provider \"%.*s\" but this rank uses \"%s\" "
+                 "(set KNIT_NET_PROVIDER to one that every node has)",
+                 rank, (int)(len < 1 + plen ? 0 : plen), (const char *)b + 1, prov);
+        return KNIT_ERR_FABRIC;
+    }
+    if (len - 1 - plen != n->addrlen) {
+        kn_error("rank %d published a network address of %zu bytes, expected %zu", rank, len - 1 - plen,
+                 n->addrlen);
+        return KNIT_ERR_PROTO;
+    }
+    int rc = fi_av_insert(n->av, b + 1 + plen, 1, &n->peers[rank].addr, 0, NULL);
     if (rc != 1) {
         kn_error("inserting the address of rank %d into the address vector: %s", rank,
                  rc < 0 ? fi_strerror(-rc) : "not inserted");

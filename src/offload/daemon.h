@@ -29,6 +29,7 @@ typedef struct kn_dreq {
     uint64_t rank_id;        /* the rank's operation id (origin -1) */
     uint64_t origin_token;   /* the forwarding agent's token */
     int held;                /* a big result waits for FETCH */
+    int mslot;               /* its module's traffic slot (while held) */
     void *result;
     uint64_t rlen;
 } kn_dreq_t;

@@ -1,6 +1,6 @@
 /* Module files: checked before anything of them runs, then dlopen()ed
- * from a private memfd (no file on disk; the bytes may have come over the
- * network).  Also the small naming helpers of the offload layer. */
+ * from a private temporary file (in memory: /dev/shm; unlinked at once;
+ * the bytes may have come over the network).  Also the small naming helpers of the offload layer. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,11 +64,15 @@ static const char *machine_name(unsigned m)
     return "unknown machine";
 }
 
-knit_status_t kn_mod_open(const void *bytes, size_t len, kn_mod_lib_t *out, char *err, size_t errlen)
+static knit_status_t check_elf(const void *bytes, size_t len, char *err, size_t errlen)
 {
     const unsigned char *b = bytes;
     if (len < SELFMAG || memcmp(b, ELFMAG, SELFMAG)) {
         snprintf(err, errlen, "not an ELF file");
+        return KNIT_ERR_INVAL;
+    }
+    if (len < sizeof(Elf64_Ehdr) && b[EI_CLASS] == ELFCLASS64) {
+        snprintf(err, errlen, "truncated ELF header (%zu bytes)", len);
         return KNIT_ERR_INVAL;
     }
     if (len < sizeof(Elf64_Ehdr) || b[EI_CLASS] != ELFCLASS64) {
@@ -86,32 +91,11 @@ knit_status_t kn_mod_open(const void *bytes, size_t len, kn_mod_lib_t *out, char
                  eh.e_type);
         return KNIT_ERR_INVAL;
     }
-    int fd = memfd_create("knit-module", MFD_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "memfd_create: %s", strerror(errno));
-        return KNIT_ERR_IO;
-    }
-    for (size_t off = 0; off < len;) {
-        ssize_t w = write(fd, b + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            snprintf(err, errlen, "writing the module to memory: %s", strerror(errno));
-            close(fd);
-            return KNIT_ERR_IO;
-        }
-        off += (size_t)w;
-    }
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    dlerror();
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    close(fd); /* the mappings keep what they need */
-    if (!dl) {
-        const char *e = dlerror();
-        snprintf(err, errlen, "cannot load it: %s", e ? e : "dlopen failed");
-        return KNIT_ERR_INVAL;
-    }
+    return KNIT_OK;
+}
+
+static knit_status_t finish_open(void *dl, kn_mod_lib_t *out, char *err, size_t errlen)
+{
     void *sym = dlsym(dl, KNIT_MOD_SYMBOL);
     if (!sym) {
         snprintf(err, errlen, "missing symbol '%s': not a knit module", KNIT_MOD_SYMBOL);
@@ -121,6 +105,74 @@ knit_status_t kn_mod_open(const void *bytes, size_t len, kn_mod_lib_t *out, char
     out->dl = dl;
     out->entry = (knit_mod_entry_fn)sym;
     return KNIT_OK;
+}
+
+knit_status_t kn_mod_open_path(const char *path, const void *bytes, size_t len, kn_mod_lib_t *out, char *err,
+                               size_t errlen)
+{
+    knit_status_t st = check_elf(bytes, len, err, errlen);
+    if (st != KNIT_OK)
+        return st;
+    char *real = realpath(path, NULL);
+    if (!real) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return KNIT_ERR_IO;
+    }
+    dlerror();
+    void *dl = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    free(real);
+    if (!dl) {
+        const char *e = dlerror();
+        snprintf(err, errlen, "cannot load it: %s", e ? e : "dlopen failed");
+        return KNIT_ERR_INVAL;
+    }
+    return finish_open(dl, out, err, errlen);
+}
+
+knit_status_t kn_mod_open(const void *bytes, size_t len, kn_mod_lib_t *out, char *err, size_t errlen)
+{
+    const unsigned char *b = bytes;
+    knit_status_t st = check_elf(bytes, len, err, errlen);
+    if (st != KNIT_OK)
+        return st;
+    /* A private file under a name never used before in this process:
+     * glibc's dlopen returns an already loaded object for a name it has
+     * seen, so /proc/self/fd/N of a memfd (N reused) would not do.  The
+     * file is unlinked as soon as it is mapped. */
+    static unsigned serial;
+    char path[256];
+    unsigned short rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
+        rnd = 0;
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(path, sizeof(path), "%s/knit-module.%d.%u.%04x.so", dir, (int)getpid(), ++serial, rnd);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "creating %s: %s", path, strerror(errno));
+        return KNIT_ERR_IO;
+    }
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, b + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            snprintf(err, errlen, "writing the module to %s: %s", path, strerror(errno));
+            close(fd);
+            unlink(path);
+            return KNIT_ERR_IO;
+        }
+        off += (size_t)w;
+    }
+    close(fd);
+    dlerror();
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    unlink(path); /* the mappings keep what they need */
+    if (!dl) {
+        const char *e = dlerror();
+        snprintf(err, errlen, "cannot load it: %s", e ? e : "dlopen failed");
+        return KNIT_ERR_INVAL;
+    }
+    return finish_open(dl, out, err, errlen);
 }
 
 knit_status_t kn_mod_check_desc(const knit_mod_descriptor_t *d, char *err, size_t errlen)

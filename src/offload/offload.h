@@ -161,13 +161,18 @@ typedef struct kn_mod_lib {
 
 /*
  * Check bytes as a module file (ELF, this machine's architecture, a shared
- * object), write them to a private memfd and dlopen it; find KNIT_MOD_SYMBOL.
+ * object), write them to a private temporary file, dlopen it and unlink
+ * it; find KNIT_MOD_SYMBOL.
  * On refusal err says which check failed.  The descriptor itself is
  * checked by kn_mod_check_desc (after calling entry, protected where the
  * caller protects).
  */
 knit_status_t kn_mod_open(const void *bytes, size_t len, kn_mod_lib_t *out, char *err,
                           size_t errlen);
+/* The same checks on bytes read from path, then dlopen(path) itself: host
+ * placement, so that a debugger finds the file and its symbols. */
+knit_status_t kn_mod_open_path(const char *path, const void *bytes, size_t len, kn_mod_lib_t *out,
+                               char *err, size_t errlen);
 knit_status_t kn_mod_check_desc(const knit_mod_descriptor_t *d, char *err, size_t errlen);
 void kn_mod_close(kn_mod_lib_t *lib);
 /* Read a whole file (up to KN_OFF_MSG_MAX) into malloc'ed memory. */

@@ -5,6 +5,9 @@
  *                               mmap at the old address), pushed and pulled
  *   net_test die SIZE           rank 1 kills itself while rank 0's
  *                               SIZE-byte message is moving
+ *   net_test idle MS            rank 0 computes for MS ms, the others wait in a
+ *                               receive: they must sleep, not spin (CPU time
+ *                               below a third of the wait)
  * Prints "ok CASE" on rank 0 when it passed.
  */
 #include <signal.h>
@@ -13,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "knit.h"
@@ -167,6 +172,36 @@ static void case_die(size_t len)
     pause();
 }
 
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void case_idle(int ms)
+{
+    char c = 0;
+    if (rank == 0) {
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        for (int i = 1; i < size; i++)
+            OK(knit_send(ctx, &c, 1, i, 1, 0));
+        for (int i = 1; i < size; i++) {
+            double used;
+            OK(knit_recv(ctx, &used, sizeof(used), i, 2, 0, NULL));
+            printf("rank %d used %.0f ms of CPU while waiting %d ms\n", i, used * 1e3, ms);
+            CHECK(used * 1e3 < ms / 3.0, "rank %d spun while it waited (%.0f ms CPU)", i, used * 1e3);
+        }
+    } else {
+        double t0 = cpu_seconds();
+        OK(knit_recv(ctx, &c, 1, 0, 1, 0, NULL));
+        double used = cpu_seconds() - t0;
+        OK(knit_send(ctx, &used, sizeof(used), 0, 2, 0));
+    }
+}
+
 int main(int argc, char **argv)
 {
     OK(knit_init(&argc, &argv, &ctx));
@@ -175,6 +210,8 @@ int main(int argc, char **argv)
     CHECK(argc > 1 && size >= 2, "usage: net_test realloc ITER SIZE | die SIZE (2+ ranks)");
     if (!strcmp(argv[1], "realloc"))
         case_realloc(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? parse_size(argv[3]) : 4 << 20);
+    else if (!strcmp(argv[1], "idle"))
+        case_idle(argc > 2 ? atoi(argv[2]) : 1000);
     else if (!strcmp(argv[1], "die"))
         case_die(argc > 2 ? parse_size(argv[2]) : 256 << 20);
     else

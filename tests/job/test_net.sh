@@ -54,6 +54,10 @@ run many.mixed.wait_block 60 -n 4 --nodes 2 -x KNIT_WAIT=block "$PROG" many
 run sizes.net_only 120 -n 2 -x KNIT_NET_ONLY=1 "$PROG" sizes 64m
 run match.net_only 60 -n 4 -x KNIT_NET_ONLY=1 "$PROG" match
 # the same code on other providers
+# the default list picks "net" here; the same code on tcp;ofi_rxm
+run sizes.2nodes.tcp_rxm 120 -n 2 --nodes 2 "-x" "KNIT_NET_PROVIDER=tcp;ofi_rxm" "$PROG" sizes 64m
+run match.mixed.tcp_rxm 60 -n 4 --nodes 2 "-x" "KNIT_NET_PROVIDER=tcp;ofi_rxm" "$PROG" match
+run flood.3nodes.tcp_rxm 120 -n 3 --nodes 3 "-x" "KNIT_NET_PROVIDER=tcp;ofi_rxm" "$PROG" flood 3000
 run sizes.shm_provider 60 -n 2 --nodes 2 -x KNIT_NET_PROVIDER=shm "$PROG" sizes 4m
 run sizes.udp_rxd_provider 60 -n 2 --nodes 2 "-x" "KNIT_NET_PROVIDER=udp;ofi_rxd" "$PROG" sizes 4m
 # registration cache: buffers unmapped and mapped again at the same address
@@ -69,6 +73,9 @@ else
     verdict rcache.realloc.pagemap_detects_stale 1 "exit $rc: $(tail -5 <<<"$out")"
 fi
 run rcache.tiny_cache 60 -n 2 --nodes 2 -x KNIT_RCACHE_MAX=0 "$NET" realloc 4 1m
+# waiting ranks sleep (net alone, and net + shm in mixed layouts)
+run idle.2nodes 30 -n 2 --nodes 2 "$NET" idle 1000
+run idle.mixed 30 -n 4 --nodes 2 "$NET" idle 1000
 # a rank dies in the middle of a 256 MiB transfer: the job ends at once,
 # saying which
 t0=$(date +%s%N)

@@ -18,7 +18,7 @@ int main(int argc, char **argv)
         else if (!strcmp(what, "comm"))
             MPI_Send(buf, 1, MPI_INT, 0, 0, MPI_COMM_NULL);
         else if (!strcmp(what, "truncate")) {
-            MPI_Send(buf, 4, MPI_INT, mt_rank, 1, MPI_COMM_SELF);
+            MPI_Send(buf, 4, MPI_INT, 0, 1, MPI_COMM_SELF);
             MPI_Recv(buf, 2, MPI_INT, 0, 1, MPI_COMM_SELF, MPI_STATUS_IGNORE);
         } else if (!strcmp(what, "request")) {
             MPI_Request r = (MPI_Request)42;

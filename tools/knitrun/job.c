@@ -56,6 +56,14 @@ struct jnode {
     unsigned started : 1, connected : 1;
 };
 
+/* Offload daemons (emulated nodes; on hosts the proxies start them):
+ * one knit-agent per node, then the knit-switch (node -1). */
+struct jdaemon {
+    int node;
+    kproc_t proc;
+    outbuf_t out[2];
+};
+
 static struct {
     struct job_opts *o;
     int size, nnodes, hosts_mode;
@@ -68,6 +76,8 @@ static struct {
     int nexited, nfenced;
     kl_timer_t timeout_timer, grace_timer;
     int grace_phase;
+    int offload, ndaemons;
+    struct jdaemon *daemons;
 } J;
 
 static void finish(void);
@@ -101,10 +111,17 @@ static void say(const char *fmt, ...)
     (void)w;
 }
 
+static void signal_daemons(int sig)
+{
+    for (int i = 0; i < J.ndaemons; i++)
+        kp_signal(&J.daemons[i].proc, sig);
+}
+
 static void signal_ranks(int sig)
 {
     for (int i = 0; i < J.size; i++)
         kp_signal(&J.ranks[i].proc, sig);
+    signal_daemons(sig);
     kp_signal_orphans(sig);
     store_broadcast_signal(sig);
 }
@@ -149,6 +166,7 @@ static void grace_expired(kl_timer_t *t)
         break;
     case 1:
         kill_launchers();
+        signal_daemons(SIGKILL);
         kp_signal_orphans(SIGKILL);
         break;
     default:
@@ -326,6 +344,13 @@ void job_conn_lost(kconn_t *c)
 {
     if (c->role == KN_BOOT_ROLE_RANK && J.ranks[c->id].conn == c) {
         J.ranks[c->id].conn = NULL;
+    } else if (c->role == KN_BOOT_ROLE_DAEMON && J.hosts_mode && J.offload) {
+        /* on hosts, a daemon's end shows as its connection's (emulated
+         * nodes: its exit status, see daemon_exit) */
+        if (c->id >= 0 && c->id < J.nnodes)
+            fail(1, "agent on node %d died (lost its connection to knitrun)", c->id);
+        else if (c->id == J.nnodes)
+            fail(1, "switch died (lost its connection to knitrun)");
     } else if (c->role == KN_BOOT_ROLE_PROXY && J.nodes[c->id].proxy == c) {
         struct jnode *nd = &J.nodes[c->id];
         nd->proxy = NULL;
@@ -368,6 +393,7 @@ static int node_env(int node, strv_t *e)
     bad |= strv_addf(e, "%s=%s", KN_ENV_COOKIE, J.cookie);
     bad |= strv_addf(e, "%s=%s", KN_ENV_BOOT_ADDR, J.addrs);
     bad |= strv_addf(e, "%s=%s", KN_ENV_HOSTNAME, J.hosts_mode ? nd->host : J.hostname);
+    bad |= strv_addf(e, "KNIT_OFFLOAD=%d", J.offload);
     if (J.hosts_mode) {
         /* remote ranks do not inherit our environment: pass the tunables */
         extern char **environ;
@@ -620,9 +646,74 @@ static int make_addrs(int port, int have_unix)
     return J.addrs ? 0 : -1;
 }
 
+static void daemon_output(kproc_t *p, int stream, const char *buf, size_t n)
+{
+    out_feed(&J.daemons[p->id].out[stream - 1], stream, NULL, buf, n);
+}
+
+static void daemon_exit(kproc_t *p, int status)
+{
+    struct jdaemon *d = &J.daemons[p->id];
+    for (int s = 0; s < 2; s++)
+        out_flush(&d->out[s], s + 1, NULL);
+    int how, value;
+    char what[32], name[32];
+    decode_status(status, &how, &value);
+    if (d->node >= 0)
+        snprintf(what, sizeof(what), "agent on node %d", d->node);
+    else
+        snprintf(what, sizeof(what), "switch");
+    if (how == KN_BOOT_SIGNALED)
+        fail(128 + value, "%s died (killed by %s)", what, signame(value, name, sizeof(name)));
+    else
+        fail(value ? value : 1, "%s died (exited with status %d)", what, value);
+}
+
+/* knit-agent and knit-switch live beside knitrun. */
+static int start_daemons(void)
+{
+    J.ndaemons = J.nnodes + 1;
+    J.daemons = calloc((size_t)J.ndaemons, sizeof(*J.daemons));
+    if (!J.daemons)
+        return -1;
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    snprintf(dir, sizeof(dir), "%s", J.self_exe);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    for (int i = 0; i < J.ndaemons; i++) {
+        struct jdaemon *d = &J.daemons[i];
+        d->node = i < J.nnodes ? i : -1;
+        snprintf(path, sizeof(path), "%s/%s", dir, d->node >= 0 ? "knit-agent" : "knit-switch");
+        if (access(path, X_OK) < 0) {
+            say("cannot start the offload daemons: %s: %s (knitrun --no-offload runs without them)", path,
+                strerror(errno));
+            return -1;
+        }
+        strv_t env = {0};
+        char *argv[] = {path, NULL};
+        d->proc.id = i;
+        d->proc.on_output = daemon_output;
+        d->proc.on_exit = daemon_exit;
+        int rc = node_env(d->node >= 0 ? d->node : 0, &env) < 0 ? -1 : kp_spawn(&d->proc, argv, env.v, NULL, -1);
+        strv_free(&env);
+        if (rc < 0) {
+            say("cannot start %s", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int start(void)
 {
     if (!J.hosts_mode) {
+        if (J.offload && start_daemons() < 0) {
+            J.exit_code = 1;
+            J.state = STOPPING;
+            signal_daemons(SIGKILL);
+            return -1;
+        }
         for (int n = 0; n < J.nnodes; n++) {
             strv_t env = {0};
             if (node_env(n, &env) < 0) {
@@ -680,6 +771,7 @@ static void finish(void)
     J.state = FINISHING;
     kl_timer_arm(&J.timeout_timer, 0);
     store_close_proxies(); /* each proxy cleans its host and exits */
+    signal_daemons(SIGTERM); /* they print their reports (KNIT_STATS) and exit */
     kp_signal_orphans(SIGKILL);
     if (was_running) {
         /* escalate from "kill the launchers" if they linger */
@@ -704,6 +796,14 @@ static void cleanup(void)
         }
         free(J.nodes[n].host);
     }
+    for (int i = 0; i < J.ndaemons; i++) {
+        kp_close_output(&J.daemons[i].proc);
+        for (int s = 0; s < 2; s++) {
+            out_flush(&J.daemons[i].out[s], s + 1, NULL);
+            out_free(&J.daemons[i].out[s]);
+        }
+    }
+    free(J.daemons);
     store_close();
     shm_clean_job(J.jobid);
     free(J.ranks);
@@ -715,6 +815,7 @@ static void cleanup(void)
 int job_run(struct job_opts *o)
 {
     J.o = o;
+    J.offload = kn_cfg.offload && !o->no_offload;
     if (plan(o) < 0)
         return KNITRUN_EXIT_USAGE;
     if (J.hosts_mode) {

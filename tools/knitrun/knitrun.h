@@ -152,6 +152,7 @@ struct job_opts {
     const char *hosts;   /* --hosts */
     const char *hostfile;
     int tag_output;
+    int no_offload;      /* --no-offload: no knit-agent / knit-switch */
     double timeout_s;    /* 0: none */
     strv_t exports;      /* "NAME=value" */
     char **argv;         /* program and its arguments */

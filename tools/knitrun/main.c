@@ -21,6 +21,7 @@ static const char usage_text[] =
     "  --hostfile FILE      real hosts from FILE (one per line, optional slots=K, # comments)\n"
     "  -x VAR, -x VAR=VAL   export VAR (as set here, or to VAL) to every rank\n"
     "  --tag-output         prefix every output line with [rank]\n"
+    "  --no-offload         start no knit-agent / knit-switch (modules only at host placement)\n"
     "  --timeout S          end the job after S seconds (exit status 124)\n"
     "  --oversubscribe      accepted for mpirun compatibility (ranks may exceed cores or slots)\n"
     "  -h, --help           this help\n"
@@ -135,6 +136,8 @@ int main(int argc, char **argv)
                 return rc;
         } else if (OPT("--tag-output")) {
             o.tag_output = 1;
+        } else if (OPT("--no-offload")) {
+            o.no_offload = 1;
         } else if (OPT("--oversubscribe")) {
             /* nothing to do: knit never refuses more ranks than cores */
         } else if (OPT("--timeout")) {

@@ -35,6 +35,8 @@ static struct {
     const char *jobid;
     int ending, done;
     kl_timer_t give_up;
+    kproc_t daemons[2];  /* this host's knit-agent, and the knit-switch on node 0's host */
+    int ndaemons;
 } P;
 
 /* One line from stdin, bounded in time and length. */
@@ -58,6 +60,8 @@ static void kill_all(int sig)
 {
     for (int i = 0; i < P.count; i++)
         kp_signal(&P.ranks[i], sig);
+    for (int i = 0; i < P.ndaemons; i++)
+        kp_signal(&P.daemons[i], sig);
     kp_signal_orphans(sig);
 }
 
@@ -136,6 +140,55 @@ static void rank_exit(kproc_t *p, int status)
         kc_send(P.conn, KN_BOOT_EXIT, m, 12, NULL, 0);
 }
 
+/* Daemons report through their own bootstrap connection; their output
+ * goes out as the output of the host's first rank (it names them). */
+static void daemon_output(kproc_t *p, int stream, const char *buf, size_t n)
+{
+    uint8_t h[8];
+    kn_boot_put32(h, (uint32_t)P.first);
+    kn_boot_put32(h + 4, (uint32_t)stream);
+    (void)p;
+    if (P.conn)
+        kc_send(P.conn, KN_BOOT_OUTPUT, h, 8, buf, n);
+}
+
+static void daemon_exit(kproc_t *p, int status)
+{
+    (void)p, (void)status;
+}
+
+/* knitrun asked for offload daemons (KNIT_OFFLOAD=1 in the job): start
+ * them from beside this knitrun. */
+static void start_daemons(int node, const strv_t *env)
+{
+    int on = 0;
+    for (size_t i = 0; i < env->n; i++)
+        if (!strcmp(env->v[i], "KNIT_OFFLOAD=1"))
+            on = 1;
+    if (!on)
+        return;
+    char dir[4096], path[4200];
+    ssize_t l = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+    if (l <= 0)
+        return;
+    dir[l] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    for (int k = 0; k < (node == 0 ? 2 : 1); k++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, k == 0 ? "knit-agent" : "knit-switch");
+        char *argv[] = {path, NULL};
+        kproc_t *d = &P.daemons[P.ndaemons];
+        d->id = k;
+        d->on_output = daemon_output;
+        d->on_exit = daemon_exit;
+        if (kp_spawn(d, argv, env->v, NULL, -1) == 0)
+            P.ndaemons++;
+        else
+            kn_error("cannot start %s", path);
+    }
+}
+
 /* Split the JOB payload into env, cwd and argv (pointers into p). */
 static int parse_job(uint8_t *p, uint32_t len, strv_t *env, char **cwd, strv_t *argv)
 {
@@ -205,6 +258,7 @@ int proxy_main(void)
     P.ranks = calloc((size_t)P.count, sizeof(*P.ranks));
     if (!P.ranks)
         goto out;
+    start_daemons(node, &env);
     for (int i = 0; i < P.count && !P.ending; i++) {
         kproc_t *p = &P.ranks[i];
         p->on_output = rank_output;

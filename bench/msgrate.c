@@ -1,0 +1,96 @@
+/*
+ * msgrate: multi-pair message rate.  Every pair (rank r < P with rank r + P,
+ * P = ranks / 2) runs the windowed scheme of bw at the same time: the
+ * leader starts `window` (64) nonblocking sends of `size` bytes, the partner
+ * has as many receives posted and answers each window with a 4-byte
+ * acknowledgement.  All pairs run the same iteration count, started by a
+ * barrier; rate = pairs x window x iterations / (the slowest rank's time),
+ * in millions of messages per second (the aggregate over all pairs, as the
+ * common multi-pair benchmarks report it), median over the batches.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bp.h"
+#include "common.h"
+
+static const char *const NAME = "msgrate";
+
+struct run {
+    const bench_pair_t *p;
+    void *sbuf, *rbuf;
+    size_t size;
+    int window;
+    bp_req_t *reqs;
+};
+
+static double kernel(void *arg, long n)
+{
+    struct run *r = arg;
+    int peer = r->p->peer, w = r->window;
+    char ack[4] = {0};
+    double t0 = bp_time();
+    if (peer < 0)
+        return 0; /* the rank left over with an odd count only waits */
+    if (r->p->leader) {
+        for (long i = 0; i < n; i++) {
+            for (int j = 0; j < w; j++)
+                bp_isend(r->sbuf, r->size, peer, TAG_DATA, &r->reqs[j]);
+            bp_waitall(w, r->reqs);
+            bp_recv(ack, sizeof(ack), peer, TAG_ACK);
+        }
+    } else {
+        for (long i = 0; i < n; i++) {
+            for (int j = 0; j < w; j++)
+                bp_irecv(r->rbuf, r->size, peer, TAG_DATA, &r->reqs[j]);
+            bp_waitall(w, r->reqs);
+            bp_send(ack, sizeof(ack), peer, TAG_ACK);
+        }
+    }
+    return bp_time() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts_t o;
+    bench_pair_t p;
+    bp_init(&argc, &argv);
+    bench_parse(argc, argv, NAME, "multi-pair message rate", 1, &o);
+    bench_pair(&p);
+    bench_header(&o, &p, NAME);
+
+    size_t maxs = o.sizes[o.nsizes - 1];
+    struct run r = {&p, bench_alloc(maxs), bench_alloc(maxs), 0, o.window,
+                    calloc((size_t)o.window, sizeof(bp_req_t))};
+    if (!r.reqs)
+        bp_abort("msgrate: out of memory");
+    for (int si = 0; si < o.nsizes; si++) {
+        r.size = o.sizes[si];
+        bp_barrier();
+        bench_window_check(&p, r.size, o.window, 0, NAME);
+        long iters = bench_agree_iters_all(&o, kernel, &r);
+        double rate[BENCH_MAX_BATCHES];
+        for (int b = 0; b < o.batches; b++) {
+            uint64_t it = 100 + (uint64_t)b;
+            if (p.peer >= 0 && p.leader)
+                bench_fill(r.sbuf, r.size, r.size, it);
+            else if (p.peer >= 0)
+                bench_poison(r.rbuf, r.size, r.size, it);
+            bp_barrier();
+            double t = bench_max_all(kernel(&r, iters));
+            if (p.peer >= 0 && !p.leader)
+                bench_verify(r.rbuf, r.size, r.size, it, NAME, "timed batch");
+            rate[b] = (double)p.npairs * o.window * (double)iters / t / 1e6;
+        }
+        if (p.report)
+            bench_result(NAME, r.size, "rate", "Mmsg/s", rate, o.batches, iters);
+    }
+    bp_barrier();
+    if (p.report)
+        bench_table(NAME, "rate", "Mmsg/s");
+    free(r.reqs);
+    bench_free(r.sbuf, maxs);
+    bench_free(r.rbuf, maxs);
+    bp_finalize();
+    return 0;
+}

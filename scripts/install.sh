@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# make install: scripts/install.sh BUILD PREFIX
+# Installs headers (knit.h, knit/*.h, mpi.h), libknit and libknitmpi (.a,
+# .so and their soname links), the tools and daemons of BUILD/bin, knitcc
+# (and mpicc, unless PREFIX/bin already holds an mpicc that is not knit's:
+# the system's mpicc is never replaced), built modules, and knit.pc.
+set -eu
+BUILD=${1:?usage: install.sh BUILD PREFIX}
+PREFIX=${2:?usage: install.sh BUILD PREFIX}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+[ -d "$BUILD/lib" ] || { echo "install: $BUILD is not built (run make BUILD=$BUILD)" >&2; exit 1; }
+case $PREFIX in /*) ;; *) PREFIX=$(pwd)/$PREFIX ;; esac
+VERSION=$(sed -n 's/^#define KNIT_VERSION_STRING "\(.*\)"/\1/p' include/knit.h)
+CC_USED=${CC:-cc}
+
+install -d "$PREFIX/bin" "$PREFIX/include/knit" "$PREFIX/lib/pkgconfig"
+install -m 644 include/knit.h "$PREFIX/include/"
+[ -f include/mpi.h ] && install -m 644 include/mpi.h "$PREFIX/include/"
+for h in include/knit/*.h; do [ -f "$h" ] && install -m 644 "$h" "$PREFIX/include/knit/"; done
+
+for lib in libknit libknitmpi; do
+    [ -f "$BUILD/lib/$lib.a" ] && install -m 644 "$BUILD/lib/$lib.a" "$PREFIX/lib/"
+    if [ -f "$BUILD/lib/$lib.so" ]; then
+        install -m 755 "$BUILD/lib/$lib.so" "$PREFIX/lib/$lib.so.$VERSION"
+        ln -sf "$lib.so.$VERSION" "$PREFIX/lib/$lib.so.0"
+        ln -sf "$lib.so.0" "$PREFIX/lib/$lib.so"
+    fi
+done
+if [ -d "$BUILD/modules" ]; then
+    install -d "$PREFIX/lib/knit/modules"
+    for m in "$BUILD"/modules/*.so; do [ -f "$m" ] && install -m 755 "$m" "$PREFIX/lib/knit/modules/"; done
+fi
+
+# programs: everything in BUILD/bin but the wrappers, which are rewritten
+for p in "$BUILD"/bin/*; do
+    n=$(basename "$p")
+    case $n in knitcc|mpicc) continue ;; esac
+    [ -f "$p" ] && [ -x "$p" ] && install -m 755 "$p" "$PREFIX/bin/"
+done
+if [ -f tools/knitcc.in ]; then
+    # the link flags the libraries were built with (e.g. sanitizers)
+    extra=$(sed -n "s/^EXTRA_LDFLAGS='\(.*\)'.*/\1/p" "$BUILD/bin/knitcc" 2>/dev/null || true)
+    sed -e "s|@INCDIR@|$PREFIX/include|g" -e "s|@LIBDIR@|$PREFIX/lib|g" -e "s|@CC@|$CC_USED|g" \
+        -e "s|@LDFLAGS@|$extra|g" -e "s|@VERSION@|$VERSION|g" tools/knitcc.in > "$PREFIX/bin/knitcc.tmp"
+    chmod 755 "$PREFIX/bin/knitcc.tmp"
+    mv "$PREFIX/bin/knitcc.tmp" "$PREFIX/bin/knitcc"
+    if [ -e "$PREFIX/bin/mpicc" ] && ! grep -q "knitcc" "$PREFIX/bin/mpicc" 2>/dev/null &&
+        [ "$(readlink "$PREFIX/bin/mpicc")" != knitcc ]; then
+        echo "install: $PREFIX/bin/mpicc is another MPI's: not replaced (use knitcc)" >&2
+    else
+        ln -sf knitcc "$PREFIX/bin/mpicc"
+    fi
+fi
+
+cat > "$PREFIX/lib/pkgconfig/knit.pc" <<PC
+prefix=$PREFIX
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: knit
+Description: cluster communication system (native API and MPI subset)
+Version: $VERSION
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lknit
+Libs.private: -lfabric -ldl -lrt -pthread
+PC
+echo "installed knit $VERSION into $PREFIX"

@@ -1,0 +1,419 @@
+/*
+ * Offload checks run by tests/job/test_offload*.sh through knitrun:
+ *   offload_test MODDIR CASE [WHERE]
+ * CASE: roundtrip, paths, cycles, faults, badfiles, equiv, dying, stats,
+ * noagent.  WHERE: agent (default), switch, host.  Prints "ok CASE" on
+ * rank 0 when every rank passed; a failed check prints why and exits 1.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "knit.h"
+
+static knit_ctx_t *ctx;
+static const char *moddir;
+static int rank, size, nnodes, node;
+
+#define CHECK(c, ...)                                                          \
+    do {                                                                       \
+        if (!(c)) {                                                            \
+            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", rank, __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fprintf(stderr, "\n");                                             \
+            exit(1);                                                           \
+        }                                                                      \
+    } while (0)
+
+static char *path(const char *name)
+{
+    static char buf[8][1024];
+    static int k;
+    char *b = buf[k++ % 8];
+    snprintf(b, 1024, "%s/%s.so", moddir, name);
+    return b;
+}
+
+static knit_module_t *load(const char *name, int where)
+{
+    knit_module_t *m = NULL;
+    knit_status_t st = knit_module_load(ctx, path(name), where, &m);
+    CHECK(st == KNIT_OK, "load %s: %s (%s)", name, knit_strerror(st), knit_module_last_error(ctx));
+    return m;
+}
+
+/* One request, waited: status; result into res (cap), *len. */
+static knit_status_t call(knit_module_t *m, const void *args, size_t len, void *res, size_t cap, size_t *rlen)
+{
+    knit_mreq_t *r;
+    knit_status_t st = knit_module_request(m, args, len, &r);
+    if (st != KNIT_OK)
+        return st;
+    return knit_request_wait(&r, res, cap, rlen);
+}
+
+static void barrier(void)
+{
+    knit_status_t st = knit_barrier(knit_comm_world(ctx));
+    CHECK(st == KNIT_OK, "barrier: %s", knit_strerror(st));
+}
+
+static int where_of(const char *w)
+{
+    if (!w || !strcmp(w, "agent"))
+        return KNIT_MODULE_AGENT;
+    if (!strcmp(w, "switch"))
+        return KNIT_MODULE_SWITCH;
+    if (!strcmp(w, "host"))
+        return KNIT_MODULE_HOST;
+    fprintf(stderr, "unknown placement %s\n", w);
+    exit(2);
+}
+
+/* Echo round trips, 0 B .. 1 MiB, a few in flight at once. */
+static void roundtrip(int where)
+{
+    knit_module_t *m = load("echo", where);
+    static const size_t sizes[] = {0, 1, 7, 199, 200, 201, 4096, 16384, 65536, 1 << 20};
+    size_t max = 1 << 20;
+    unsigned char *a = malloc(max), *b = malloc(max);
+    for (size_t i = 0; i < max; i++)
+        a[i] = (unsigned char)(i * 31 + (size_t)rank * 7 + 1);
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t n = sizes[k], got = 12345;
+        memset(b, 0, n + 1 > max ? max : n + 1);
+        knit_status_t st = call(m, a, n, b, max, &got);
+        CHECK(st == KNIT_OK, "echo of %zu bytes: %s", n, knit_strerror(st));
+        CHECK(got == n, "echo of %zu bytes returned %zu", n, got);
+        CHECK(!memcmp(a, b, n), "echo of %zu bytes: different bytes", n);
+    }
+    /* truncation: result longer than the buffer */
+    size_t got;
+    knit_status_t st = call(m, a, 300, b, 100, &got);
+    CHECK(st == KNIT_ERR_TRUNCATE && got == 300 && !memcmp(a, b, 100), "truncate: %s, %zu", knit_strerror(st), got);
+    /* many in flight (more than the queue holds) */
+    enum { N = 150 };
+    knit_mreq_t *r[N];
+    uint32_t v[N];
+    for (int i = 0; i < N; i++) {
+        v[i] = (uint32_t)(i * 1000 + rank);
+        CHECK(knit_module_request(m, &v[i], sizeof(v[i]), &r[i]) == KNIT_OK, "request %d", i);
+        if (i >= 40) { /* keep ~40 open */
+            uint32_t x;
+            size_t l;
+            CHECK(knit_request_wait(&r[i - 40], &x, sizeof(x), &l) == KNIT_OK && x == v[i - 40] && l == 4,
+                  "pipelined %d", i - 40);
+        }
+    }
+    for (int i = N - 40; i < N; i++) {
+        uint32_t x = 0;
+        int done = 0;
+        while (!done)
+            CHECK(knit_request_test(&r[i], &done, &x, sizeof(x), NULL) == KNIT_OK, "test %d", i);
+        CHECK(x == v[i] && r[i] == NULL, "pipelined %d", i);
+    }
+    /* the counter: state across requests, shared by the ranks of a node at an agent */
+    knit_module_t *c = load("counter", where);
+    int64_t one = 1, val = 0;
+    for (int i = 0; i < 10; i++)
+        { CHECK(call(c, &one, 8, &val, 8, NULL) == KNIT_OK, "counter add"); if (getenv("DBG")) fprintf(stderr, "add -> %lld\n", (long long)val); }
+    barrier();
+    CHECK(call(c, NULL, 0, &val, 8, NULL) == KNIT_OK, "counter read");
+    int64_t want = 10;
+    if (where == KNIT_MODULE_AGENT)
+        want = 10 * (int64_t)knit_local_size(ctx);
+    else if (where == KNIT_MODULE_SWITCH)
+        want = 10 * (int64_t)size;
+    CHECK(val == want, "counter is %lld, expected %lld", (long long)val, (long long)want);
+    barrier();
+    CHECK(knit_module_unload(c) == KNIT_OK, "unload counter");
+    CHECK(knit_module_unload(m) == KNIT_OK, "unload echo");
+    free(a);
+    free(b);
+}
+
+/* Ring path and multicast; returns a digest for equivalence checks. */
+static void paths(int where, char *out, size_t outlen)
+{
+    knit_module_t *m = load("ring", where);
+    int32_t pathv[1100], posted[1100];
+    size_t len;
+    memset(posted, 0x7f, sizeof(posted));
+    CHECK(knit_module_post_recv(m, posted, sizeof(posted)) == KNIT_OK, "post_recv");
+    knit_status_t st = call(m, "r", 1, pathv, sizeof(pathv), &len);
+    CHECK(st == KNIT_OK, "ring: %s (%s)", knit_strerror(st), knit_module_last_error(ctx));
+    CHECK(len == (size_t)(nnodes + 1) * 4, "ring path of %zu bytes with %d nodes", len, nnodes);
+    int first = where == KNIT_MODULE_SWITCH ? 0 : node;
+    for (int i = 0; i < nnodes; i++)
+        CHECK(pathv[i] == (first + i) % nnodes, "hop %d is %d", i, pathv[i]);
+    CHECK(pathv[nnodes] == -1, "last hop %d, expected the switch", pathv[nnodes]);
+    void *buf;
+    size_t dl;
+    if (where != KNIT_MODULE_SWITCH) { /* the agent delivered the path into our buffer too */
+        st = knit_module_recv_wait(m, &buf, &dl);
+        CHECK(st == KNIT_OK && buf == posted && dl == len && !memcmp(posted, pathv, len), "delivered: %s, %zu",
+              knit_strerror(st), dl);
+    }
+    struct {
+        uint32_t count, pad;
+        uint64_t mask;
+    } mc;
+    st = call(m, "m", 1, &mc, sizeof(mc), &len);
+    CHECK(st == KNIT_OK && len == sizeof(mc), "multicast: %s", knit_strerror(st));
+    CHECK(mc.count == (uint32_t)nnodes && mc.mask == (nnodes >= 64 ? ~0ull : (1ull << nnodes) - 1),
+          "multicast reached %u nodes, mask %#llx", mc.count, (unsigned long long)mc.mask);
+    int o = snprintf(out, outlen, "ring");
+    for (int i = 0; i <= nnodes; i++)
+        o += snprintf(out + o, outlen - (size_t)o, " %d", pathv[i]);
+    snprintf(out + o, outlen - (size_t)o, " mc %u %#llx", mc.count, (unsigned long long)mc.mask);
+    CHECK(knit_module_unload(m) == KNIT_OK, "unload ring");
+}
+
+static void cycles(int n)
+{
+    knit_agent_info_t i0, i1;
+    for (int k = 0; k < n; k++) {
+        knit_module_t *m = load(k % 2 ? "echo" : "ring", KNIT_MODULE_AGENT);
+        char out[64];
+        size_t len;
+        CHECK(call(m, k % 2 ? "x" : "r", 1, out, sizeof(out), &len) == KNIT_OK, "cycle %d", k);
+        CHECK(knit_module_unload(m) == KNIT_OK, "unload %d", k);
+        if (k == 5) /* warm: the allocator and the network have their memory */
+            CHECK(knit_agent_info(ctx, &i0) == KNIT_OK, "info");
+    }
+    barrier(); /* every node has unloaded */
+    CHECK(knit_agent_info(ctx, &i1) == KNIT_OK, "info");
+    CHECK(i1.modules == 0 && i1.open_requests == 0 && i1.scratch_bytes == 0, "agent %d keeps %llu modules, "
+          "%llu requests, %llu bytes", i1.node, (unsigned long long)i1.modules,
+          (unsigned long long)i1.open_requests, (unsigned long long)i1.scratch_bytes);
+    CHECK(i1.open_fds == i0.open_fds && i1.mappings <= i0.mappings,
+          "agent %d leaks: fds %llu -> %llu, mappings %llu -> %llu over %d cycles", i1.node,
+          (unsigned long long)i0.open_fds, (unsigned long long)i1.open_fds, (unsigned long long)i0.mappings,
+          (unsigned long long)i1.mappings, n);
+    if (rank == 0)
+        printf("agent fds %llu mappings %llu stable over %d load/unload cycles\n",
+               (unsigned long long)i1.open_fds, (unsigned long long)i1.mappings, n);
+}
+
+static void faults(int where)
+{
+    static const struct {
+        char op;
+        const char *want;
+    } cases[] = {{'n', "SIGSEGV"}, {'d', "SIGFPE"}, {'i', "SIGILL"}, {'l', "time budget"}};
+    knit_module_t *e = load("echo", where);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        knit_module_t *f = load("fault", where);
+        char res[256] = "";
+        size_t len;
+        CHECK(call(f, "o", 1, res, sizeof(res), &len) == KNIT_OK && !strcmp(res, "ok"), "fault ok");
+        barrier();
+        knit_status_t st = KNIT_OK;
+        if (rank == 0) { /* one rank faults the module; it is disabled for everyone */
+            st = call(f, &cases[k].op, 1, res, sizeof(res) - 1, &len);
+            res[sizeof(res) - 1] = '\0';
+            CHECK(st == KNIT_ERR_MODULE_FAULT, "fault '%c': %s", cases[k].op, knit_strerror(st));
+            CHECK(strstr(res, "'fault'") && strstr(res, cases[k].want), "fault '%c' says '%s'", cases[k].op, res);
+            CHECK(strstr(knit_module_last_error(ctx), cases[k].want), "last error '%s'", knit_module_last_error(ctx));
+            printf("fault '%c': %s\n", cases[k].op, res);
+        }
+        barrier();
+        /* later requests fail too, once the news reached every daemon (it
+         * travels between daemons, not with the barrier: bounded wait) */
+        for (int tries = 0;; tries++) {
+            st = call(f, "o", 1, res, sizeof(res), &len);
+            if (st == KNIT_ERR_MODULE_FAULT || tries > 2000)
+                break;
+            usleep(1000);
+        }
+        CHECK(st == KNIT_ERR_MODULE_FAULT, "after the fault: %s", knit_strerror(st));
+        uint64_t x = 0x1234567890ull + (uint64_t)k, y = 0;
+        CHECK(call(e, &x, 8, &y, 8, &len) == KNIT_OK && x == y, "echo after fault '%c'", cases[k].op);
+        CHECK(knit_module_unload(f) == KNIT_OK, "unload fault");
+    }
+    CHECK(knit_module_unload(e) == KNIT_OK, "unload echo");
+}
+
+/* BADDIR holds the bad files the script made; each refusal says why. */
+static void badfiles(int where, const char *baddir)
+{
+    static const struct {
+        const char *file, *want;
+    } cases[] = {
+        {"text.so", "not an ELF file"},
+        {"arm.so", "wrong architecture"},
+        {"nosym.so", "missing symbol"},
+        {"abi.so", "wrong ABI version"},
+        {"init.so", "init failed"},
+        {"missing.so", "No such file"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char p[1024];
+        snprintf(p, sizeof(p), "%s/%s", baddir, cases[k].file);
+        knit_module_t *m = NULL;
+        knit_status_t st = knit_module_load(ctx, p, where, &m);
+        CHECK(st != KNIT_OK && m == NULL, "%s was loaded", cases[k].file);
+        CHECK(strstr(knit_module_last_error(ctx), cases[k].want), "%s: '%s' does not say '%s'", cases[k].file,
+              knit_module_last_error(ctx), cases[k].want);
+        if (rank == 0)
+            printf("%s: %s: %s\n", cases[k].file, knit_strerror(st), knit_module_last_error(ctx));
+    }
+    knit_module_t *e = load("echo", where);
+    uint32_t x = 77, y = 0;
+    CHECK(call(e, &x, 4, &y, 4, NULL) == KNIT_OK && y == 77, "echo after bad files");
+    CHECK(knit_module_unload(e) == KNIT_OK, "unload");
+    knit_agent_info_t info;
+    if (where != KNIT_MODULE_HOST) {
+        barrier();
+        CHECK(knit_agent_info(ctx, &info) == KNIT_OK && info.modules == 0, "modules left: %llu",
+              (unsigned long long)info.modules);
+    }
+}
+
+/* The same requests at the agent and at host placement: the same answers. */
+static void equiv(void)
+{
+    char a[256], h[256];
+    paths(KNIT_MODULE_AGENT, a, sizeof(a));
+    paths(KNIT_MODULE_HOST, h, sizeof(h));
+    CHECK(!strcmp(a, h), "ring: agent '%s', host '%s'", a, h);
+    int where[2] = {KNIT_MODULE_AGENT, KNIT_MODULE_HOST};
+    unsigned char out[2][4096];
+    int64_t cval[2] = {0, 0};
+    for (int w = 0; w < 2; w++) {
+        knit_module_t *e = load("echo", where[w]), *c = load("counter", where[w]);
+        unsigned char in[4096];
+        for (int i = 0; i < 4096; i++)
+            in[i] = (unsigned char)(i ^ rank);
+        size_t len;
+        CHECK(call(e, in, sizeof(in), out[w], sizeof(out[w]), &len) == KNIT_OK && len == 4096, "echo");
+        barrier();
+        if (knit_local_rank(ctx) == 0) /* one rank per node: the node's counter = a rank's */
+            for (int64_t d = 1; d <= 5; d++)
+                CHECK(call(c, &d, 8, &cval[w], 8, NULL) == KNIT_OK, "counter");
+        barrier();
+        knit_module_unload(c);
+        knit_module_unload(e);
+    }
+    CHECK(!memcmp(out[0], out[1], 4096) && cval[0] == cval[1] && (knit_local_rank(ctx) || cval[0] == 15),
+          "echo/counter differ: counter %lld vs %lld", (long long)cval[0], (long long)cval[1]);
+    if (rank == 0)
+        printf("agent and host agree: %s; counter %lld\n", a, (long long)cval[0]);
+}
+
+static void dying(void)
+{
+    knit_module_t *f = load("fault", KNIT_MODULE_AGENT);
+    barrier();
+    if (rank == size - 1) {
+        knit_mreq_t *r;
+        for (int i = 0; i < 20; i++)
+            CHECK(knit_module_request(f, "w", 1, &r) == KNIT_OK, "slow request");
+        _exit(3); /* with 20 requests in the agent */
+    }
+    /* the others keep using their agent until knitrun ends the job */
+    for (;;) {
+        char res[8];
+        knit_status_t st = call(f, "o", 1, res, sizeof(res), NULL);
+        if (st != KNIT_OK)
+            exit(0);
+    }
+}
+
+static void stats(void)
+{
+    knit_module_t *e = load("echo", KNIT_MODULE_AGENT);
+    size_t n = 1 << 20;
+    char *a = calloc(1, n), *b = malloc(n);
+    knit_traffic_t t0, t;
+    CHECK(knit_stats(ctx, e, &t0) == KNIT_OK, "stats");
+    CHECK(call(e, a, n, b, n, NULL) == KNIT_OK, "echo");
+    CHECK(call(e, a, 16, b, n, NULL) == KNIT_OK, "echo");
+    CHECK(knit_stats(ctx, e, &t) == KNIT_OK, "stats");
+    CHECK(t.queue_in_ops - t0.queue_in_ops == 3 && t.queue_out_ops - t0.queue_out_ops == 3,
+          "queue ops in %llu out %llu (expected 3 each: 2 requests, 1 fetch of the big result)",
+          (unsigned long long)(t.queue_in_ops - t0.queue_in_ops), (unsigned long long)(t.queue_out_ops - t0.queue_out_ops));
+    CHECK(t.agent_read_bytes - t0.agent_read_bytes == n && t.agent_read_ops - t0.agent_read_ops == 1,
+          "agent read %llu bytes", (unsigned long long)(t.agent_read_bytes - t0.agent_read_bytes));
+    CHECK(t.agent_write_bytes - t0.agent_write_bytes == n, "agent wrote %llu bytes",
+          (unsigned long long)(t.agent_write_bytes - t0.agent_write_bytes));
+    knit_traffic_t all;
+    CHECK(knit_stats(ctx, NULL, &all) == KNIT_OK && all.queue_in_ops >= t.queue_in_ops, "total");
+    if (rank == 0)
+        printf("rank 0 echo traffic: in %llu ops %llu B, out %llu ops %llu B, reads %llu B, writes %llu B\n",
+               (unsigned long long)t.queue_in_ops, (unsigned long long)t.queue_in_bytes,
+               (unsigned long long)t.queue_out_ops, (unsigned long long)t.queue_out_bytes,
+               (unsigned long long)t.agent_read_bytes, (unsigned long long)t.agent_write_bytes);
+    knit_module_unload(e);
+    free(a);
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: offload_test MODDIR CASE [WHERE|ARG]\n");
+        return 2;
+    }
+    moddir = argv[1];
+    const char *c = argv[2], *w = argc > 3 ? argv[3] : NULL;
+    knit_status_t st = knit_init(&argc, &argv, &ctx);
+    CHECK(st == KNIT_OK, "init: %s", knit_strerror(st));
+    rank = knit_rank(ctx);
+    size = knit_size(ctx);
+    nnodes = knit_nnodes(ctx);
+    node = knit_node(ctx);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(c, "roundtrip")) {
+        roundtrip(where_of(w));
+    } else if (!strcmp(c, "paths")) {
+        char out[256];
+        paths(where_of(w), out, sizeof(out));
+        if (rank == 0)
+            printf("%s\n", out);
+    } else if (!strcmp(c, "cycles")) {
+        cycles(w ? atoi(w) : 50);
+    } else if (!strcmp(c, "faults")) {
+        faults(where_of(w));
+    } else if (!strcmp(c, "badfiles")) {
+        badfiles(where_of(argc > 4 ? argv[4] : "agent"), w);
+    } else if (!strcmp(c, "equiv")) {
+        equiv();
+    } else if (!strcmp(c, "dying")) {
+        dying();
+    } else if (!strcmp(c, "stats")) {
+        stats();
+    } else if (!strcmp(c, "pids")) { /* for the leftover checks: the agent's pid */
+        knit_agent_info_t info;
+        CHECK(knit_agent_info(ctx, &info) == KNIT_OK, "info");
+        if (knit_local_rank(ctx) == 0)
+            printf("agent %d pid %d jobid %s\n", info.node, info.pid, getenv("KNIT_JOBID"));
+    } else if (!strcmp(c, "killagent")) { /* the agent of the last node dies */
+        knit_agent_info_t info;
+        CHECK(knit_agent_info(ctx, &info) == KNIT_OK, "info");
+        barrier();
+        if (rank == size - 1)
+            kill(info.pid, SIGKILL);
+        for (;;)
+            pause(); /* knitrun ends the job */
+    } else if (!strcmp(c, "noagent")) {
+        knit_module_t *m = NULL;
+        st = knit_module_load(ctx, path("echo"), KNIT_MODULE_AGENT, &m);
+        CHECK(st == KNIT_ERR_NOT_SUPPORTED, "load without agents: %s", knit_strerror(st));
+        m = load("echo", KNIT_MODULE_HOST);
+        uint32_t x = 5, y = 0;
+        CHECK(call(m, &x, 4, &y, 4, NULL) == KNIT_OK && y == 5, "host echo");
+        knit_module_unload(m);
+    } else {
+        fprintf(stderr, "unknown case %s\n", c);
+        return 2;
+    }
+    barrier();
+    st = knit_finalize(ctx);
+    CHECK(st == KNIT_OK, "finalize: %s", knit_strerror(st));
+    if (rank == 0)
+        printf("ok %s\n", c);
+    return 0;
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Collectives through knitrun: every collective against local references,
+# 1 to 8 ranks, sub-communicators, user ops, determinism, nonblocking
+# overlapped with p2p, every algorithm forced by its tunable, and 2 and 3
+# emulated nodes when knitrun --nodes works.  Each line: PASS/FAIL <name>.
+set -u
+BUILD=${BUILD:-build}
+KNITRUN=${KNIT_BIN:-$BUILD/bin}/knitrun
+PROG=$BUILD/tests/job/coll_test
+fails=0
+
+run() { # name timeout knitrun-args... (the program and its args included)
+    local name=$1 t=$2; shift 2
+    local out
+    out=$("$KNITRUN" --timeout "$t" "$@" 2>&1)
+    local rc=$?
+    if [ $rc -eq 0 ] && grep -q "^ok " <<<"$out"; then
+        echo "PASS coll.$name"
+    else
+        echo "FAIL coll.$name: exit $rc"
+        echo "$out" | tail -n 15
+        fails=$((fails + 1))
+    fi
+}
+
+# sizes: up to 16 MiB at 1-2 ranks, less as the (oversubscribed) rank count grows
+run suite.n1 120 -n 1 "$PROG" suite 16m
+run suite.n2 120 -n 2 "$PROG" suite 16m
+run suite.n3 120 -n 3 "$PROG" suite 4m
+run suite.n4 120 -n 4 "$PROG" suite 4m
+run suite.n5 120 -n 5 "$PROG" suite 1m
+run suite.n6 120 -n 6 "$PROG" suite 256k
+run suite.n7 120 -n 7 "$PROG" suite 256k
+run suite.n8 120 -n 8 "$PROG" suite 1m
+for n in 3 5 8; do
+    run "sub.n$n" 120 -n $n "$PROG" sub 16k
+done
+for c in user determinism errors; do
+    for n in 1 2 3 5 8; do
+        run "$c.n$n" 120 -n $n "$PROG" $c
+    done
+done
+for n in 1 2 3 4 8; do
+    run "nb.n$n" 120 -n $n "$PROG" nb 20
+done
+run nb.n4.block 120 -n 4 -x KNIT_WAIT=block "$PROG" nb 5
+
+# every algorithm forced, at process counts with and without remainders
+forced=(BARRIER=dissemination BARRIER=node
+        BCAST=binomial BCAST=scatter_allgather BCAST=node
+        REDUCE=binomial REDUCE=rabenseifner REDUCE=node
+        ALLREDUCE=recursive_doubling ALLREDUCE=rabenseifner ALLREDUCE=ring ALLREDUCE=node
+        ALLGATHER=recursive_doubling ALLGATHER=bruck ALLGATHER=ring
+        ALLTOALL=pairwise ALLTOALL=bruck ALLTOALL=linear
+        GATHER=binomial GATHER=linear
+        REDUCE_SCATTER=ring REDUCE_SCATTER=reduce_scatterv)
+for f in "${forced[@]}"; do
+    name=$(tr 'A-Z=' 'a-z.' <<<"$f")
+    for n in 4 7; do
+        run "forced.$name.n$n" 120 -n $n -x "KNIT_COLL_$f" "$PROG" suite 16k
+    done
+    case $f in REDUCE*|ALLREDUCE*) run "forced.$name.user.n6" 120 -n 6 -x "KNIT_COLL_$f" "$PROG" user;; esac
+done
+# the auto thresholds moved down, so every switch point is crossed by small sizes
+run thresholds.low.n5 120 -n 5 -x KNIT_COLL_BCAST_LONG=1k -x KNIT_COLL_REDUCE_LONG=1k \
+    -x KNIT_COLL_ALLREDUCE_SHORT=256 -x KNIT_COLL_ALLREDUCE_LONG=4k -x KNIT_COLL_ALLGATHER_SHORT=256 \
+    -x KNIT_COLL_ALLGATHER_LONG=4k -x KNIT_COLL_ALLTOALL_SHORT=16 -x KNIT_COLL_ALLTOALL_LONG=1k \
+    -x KNIT_COLL_GATHER_SHORT=1k -x KNIT_COLL_REDUCE_SCATTER_LONG=1k "$PROG" suite 64k
+run small_eager.n4 120 -n 4 -x KNIT_EAGER_MAX=1k -x KNIT_CMA=off "$PROG" suite 256k
+
+# emulated nodes (the network path and the node-aware algorithms)
+if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
+    for lay in "4 2" "5 2" "7 3" "8 3"; do
+        set -- $lay
+        run "nodes$2.suite.n$1" 180 -n "$1" --nodes "$2" "$PROG" suite 64k
+        run "nodes$2.sub.n$1" 180 -n "$1" --nodes "$2" "$PROG" sub 16k
+        run "nodes$2.user.n$1" 180 -n "$1" --nodes "$2" "$PROG" user
+        run "nodes$2.nb.n$1" 180 -n "$1" --nodes "$2" "$PROG" nb 5
+    done
+    run nodes2.determinism.n6 180 -n 6 --nodes 2 "$PROG" determinism
+    run nodes2.suite.n4.16m 180 -n 4 --nodes 2 "$PROG" suite 4m
+    for f in ALLREDUCE=ring NODE_AWARE=off NODE_AWARE=on; do
+        name=$(tr 'A-Z=' 'a-z.' <<<"$f")
+        run "nodes3.forced.$name.n7" 180 -n 7 --nodes 3 -x "KNIT_COLL_$f" "$PROG" suite 16k
+    done
+else
+    echo "SKIP coll.nodes: knitrun --nodes 2 does not run a job here"
+fi
+exit $((fails > 0))

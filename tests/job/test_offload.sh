@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Offload: knit-agent / knit-switch started and stopped with every job,
+# modules loaded, called, faulting and refused, on 1, 2 and 4 emulated
+# nodes and at every placement (see tests/job/offload_test.c).
+source "$(dirname "$0")/lib.sh"
+
+T=$JOBBIN/offload_test
+M=$ROOT/$BUILD/modules
+NOP=$JOBBIN/nop
+for f in "$T" "$NOP" "$M/echo.so" "$ROOT/$BUILD/bin/knit-agent" "$ROOT/$BUILD/bin/knit-switch"; do
+    [ -e "$f" ] || { echo "FAIL offload.build: $f is missing"; exit 1; }
+done
+
+# ok NAME CHECK_RC: the last line of stdout is "ok CASE" and the status 0
+expect_ok() {
+    local name=$1 case_=$2
+    if [ "$RC" -eq 0 ] && [ "$(tail -n 1 "$OUT")" = "ok $case_" ]; then
+        pass "$name"
+    else
+        fail "$name" "status $RC, stdout '$(tail -n 2 "$OUT" | tr '\n' '|')', stderr '$(tail -n 4 "$ERR" | tr '\n' '|')'"
+    fi
+}
+
+# Start-up: daemons add little to a job (median of 5, both ways).
+median() { sort -n | sed -n 3p; }
+with=() without=()
+for i in 1 2 3 4 5; do
+    run "$KNITRUN" -n 2 "$NOP"; with+=("$MS")
+    run "$KNITRUN" -n 2 --no-offload "$NOP"; without+=("$MS")
+done
+mw=$(printf '%s\n' "${with[@]}" | median)
+mo=$(printf '%s\n' "${without[@]}" | median)
+echo "startup: knitrun -n 2 nop: ${mw} ms with offload daemons, ${mo} ms without (median of 5)"
+if [ "$mw" -le $((mo + 150)) ]; then pass offload.startup; else fail offload.startup "${mw} ms with, ${mo} ms without"; fi
+
+# Round trips 0 B .. 1 MiB, the counter, message paths, every placement
+for nodes in 1 2 4; do
+    for where in agent switch host; do
+        run "$KNITRUN" -n 4 --nodes "$nodes" --timeout 50 "$T" "$M" roundtrip "$where"
+        expect_ok "offload.roundtrip.${where}.n${nodes}" roundtrip
+        run "$KNITRUN" -n 4 --nodes "$nodes" --timeout 50 "$T" "$M" paths "$where"
+        expect_ok "offload.paths.${where}.n${nodes}" paths
+    done
+done
+
+run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" equiv
+expect_ok offload.host_equivalence equiv
+run "$KNITRUN" -n 4 --nodes 4 --timeout 50 "$T" "$M" equiv
+expect_ok offload.host_equivalence.n4 equiv
+
+# Load / unload cycles leak nothing in the agents (fds, mappings, memory)
+run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" cycles 60
+expect_ok offload.load_cycles cycles
+
+# Faults: each disables its module only, everywhere; echo goes on
+for where in agent switch; do
+    run "$KNITRUN" -n 4 --nodes 2 --timeout 50 -x KNIT_MODULE_BUDGET=200ms "$T" "$M" faults "$where"
+    expect_ok "offload.faults.$where" faults
+done
+
+# Files that are not modules, each refused with its reason
+B=$TMP/bad
+mkdir -p "$B"
+printf 'this is not a module\n' >"$B/text.so"
+cp "$M/echo.so" "$B/arm.so"
+printf '\xb7\x00' | dd of="$B/arm.so" bs=1 seek=18 conv=notrunc 2>/dev/null # e_machine = EM_AARCH64
+cp "$M/bad_nosym.so" "$B/nosym.so"
+cp "$M/bad_abi.so" "$B/abi.so"
+cp "$M/bad_init.so" "$B/init.so"
+for where in agent host; do
+    run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" badfiles "$B" "$where"
+    expect_ok "offload.bad_files.$where" badfiles
+done
+
+# Traffic counters, and the report at the end of the job
+run "$KNITRUN" -n 2 --timeout 50 -x KNIT_STATS=1 "$T" "$M" stats
+expect_ok offload.stats stats
+if grep -q 'knit\[agent 0\] stats: rank 1 echo .*agent reads 1 ops 1024.0 KiB, writes 1 ops 1024.0 KiB' "$ERR"; then
+    pass offload.stats_report
+else
+    fail offload.stats_report "no per-module line in: $(grep stats: "$ERR" | tr '\n' '|')"
+fi
+
+# Without daemons: agent placement refused, host placement works
+run "$KNITRUN" -n 2 --no-offload --timeout 50 "$T" "$M" noagent
+expect_ok offload.no_offload noagent
+
+# The daemons end with the job: no process, no shared-memory file left
+run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" pids
+expect_ok offload.pids pids
+jobid=$(sed -n 's/.* jobid \(.*\)/\1/p' "$OUT" | head -1)
+pids=$(sed -n 's/^agent [0-9]* pid \([0-9]*\) .*/\1/p' "$OUT" | tr '\n' ' ')
+left=""
+for p in $pids; do [ -e "/proc/$p" ] && left+="$p "; done
+shm=$( [ -n "$jobid" ] && shm_left "$jobid")
+if [ -n "$pids" ] && [ -z "$left" ] && [ -z "$shm" ]; then pass offload.cleanup
+else fail offload.cleanup "pids '$pids' left '$left' shm '$shm'"; fi
+
+# A rank dies with requests in its agent: the job ends with the rank's
+# verdict (not the agent's), the agent does not crash
+run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" dying
+if [ "$RC" -eq 3 ] && [ "$(verdicts)" = "knitrun: rank 3 on node 1 exited with status 3" ] &&
+    ! grep -q 'agent.*\(died\|error\)' "$ERR"; then
+    pass offload.rank_dies
+else
+    fail offload.rank_dies "status $RC, verdicts '$(verdicts | tr '\n' '|')', stderr '$(tail -n 3 "$ERR" | tr '\n' '|')'"
+fi
+
+# An agent dies: the job ends with a clear verdict
+run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" killagent
+if [ "$RC" -eq 137 ] && [ "$(verdicts)" = "knitrun: agent on node 1 died (killed by SIGKILL)" ] && [ "$MS" -lt 10000 ]; then
+    pass offload.agent_dies
+else
+    fail offload.agent_dies "status $RC, verdicts '$(verdicts | tr '\n' '|')'"
+fi
+
+finish

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Offload across two "hosts" (network namespaces): the proxies start a
+# knit-agent on each host and the knit-switch on the first; the daemons
+# talk over the bridge; modules loaded on rank 0's host only (the other
+# host never opens the file) run on both.
+source "$(dirname "$0")/../job/lib.sh"
+source "$(dirname "$0")/lib.sh"
+netns_setup netns.offload 2 || exit 0
+trap 'netns_cleanup; rm -rf "$TMP"' EXIT
+
+H1=${NETNS_HOSTS[0]} H2=${NETNS_HOSTS[1]}
+export KNIT_LAUNCH='ip netns exec {host}'
+T=$JOBBIN/offload_test
+M=$ROOT/$BUILD/modules
+
+expect_ok() {
+    local name=$1 case_=$2
+    if [ "$RC" -eq 0 ] && [ "$(tail -n 1 "$OUT")" = "ok $case_" ]; then
+        pass "$name"
+    else
+        fail "$name" "status $RC, stdout '$(tail -n 2 "$OUT" | tr '\n' '|')', stderr '$(tail -n 5 "$ERR" | tr '\n' '|')'"
+    fi
+}
+
+for where in agent switch host; do
+    run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 50 "$T" "$M" paths "$where"
+    expect_ok "netns.offload.paths.$where" paths
+done
+run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 50 "$T" "$M" roundtrip agent
+expect_ok netns.offload.roundtrip roundtrip
+run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 50 -x KNIT_MODULE_BUDGET=200ms "$T" "$M" faults agent
+expect_ok netns.offload.faults faults
+
+# the daemons talked over the bridge, and nothing is left in the namespaces
+run env KNIT_LOG_LEVEL=info "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 "$T" "$M" paths agent
+inns=$(ip netns pids "$H1"; ip netns pids "$H2")
+if [ "$RC" -eq 0 ] && grep -q "daemon 1 connected from 198.18.0.2:" "$ERR" && [ -z "$inns" ]; then
+    pass netns.offload.daemons
+else
+    fail netns.offload.daemons "status $RC, left: '$inns', $(grep -c 'daemon' "$ERR") daemon lines"
+fi
+
+# an agent on the second host dies: the job ends saying so
+run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 50 "$T" "$M" killagent
+if [ "$RC" -ne 0 ] && [ "$(verdicts)" = "knitrun: agent on node 1 died (lost its connection to knitrun)" ]; then
+    pass netns.offload.agent_dies
+else
+    fail netns.offload.agent_dies "status $RC, verdicts '$(verdicts | tr '\n' '|')'"
+fi
+finish
