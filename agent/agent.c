@@ -416,6 +416,15 @@ static void process(int slot, const kn_off_sqe_t *q)
         kn_list_push_back(&A.r[slot].posted, &b->link);
         return;
     }
+    case KN_SQ_LOAD:
+    case KN_SQ_JOIN:
+        if (kn_d_net_start() != KNIT_OK) { /* the first load brings the network up */
+            fail_entry(slot, q, KNIT_ERR_IO, "the agent cannot start its network");
+            return;
+        }
+        break;
+    }
+    switch (q->op) {
     case KN_SQ_LOAD: {
         if (rank == 0 && q->reserved == 1 && q->inl && !q->data[q->inl - 1]) {
             /* rank 0 could not read the file: every rank gets its reason */
@@ -812,11 +821,6 @@ int main(int argc, char **argv)
     snprintf(key, sizeof(key), "knit.agent.%d", A.g->self);
     if (kn_d_put(key, "1", 1) != KNIT_OK) {
         kn_error("cannot publish the agent's queue");
-        return 1;
-    }
-    knit_status_t st = kn_d_net_start();
-    if (st != KNIT_OK) {
-        kn_error("network between daemons: %s", knit_strerror(st));
         return 1;
     }
     kn_info("serving %d ranks", A.g->local_size);

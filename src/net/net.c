@@ -822,25 +822,27 @@ static int net_progress(kn_tl_t *tl)
 
 /* Sleep on the CQ's file descriptor (fi_trywait first: it says whether the
  * provider has work it must do before a sleep is safe). */
-static void net_sleep(kn_tl_t *tl, uint64_t timeout_ns)
+/* Sleeping: the CQ's wait fd, once fi_trywait says nothing is left that
+ * only our own progress can do. */
+static int net_arm(kn_tl_t *tl)
 {
     net_tl_t *n = net_of(tl);
     if (n->nrepost || !kn_list_empty(&n->rma_retry) || n->credit_work)
-        return;
+        return -1;
     struct fid *f = &n->cq->fid;
     int rc = fi_trywait(n->fabric, &f, 1);
     if (rc == -FI_EAGAIN)
-        return;
+        return -1;
     if (rc) {
         kn_warn("fi_trywait: %s", fi_strerror(-rc));
-        return;
+        return -1;
     }
-    if (n->p.timeout_ns && timeout_ns > n->p.timeout_ns / 4)
-        timeout_ns = n->p.timeout_ns / 4;
-    struct pollfd pfd = {.fd = n->cq_fd, .events = POLLIN};
-    int ms = (int)((timeout_ns + KN_NSEC_PER_MSEC - 1) / KN_NSEC_PER_MSEC);
-    if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-        kn_warn("poll on the network completion queue: %m");
+    return n->cq_fd;
+}
+
+static void net_disarm(kn_tl_t *tl)
+{
+    net_tl_t *n = net_of(tl);
     if (n->p.timeout_ns)
         check_stalls(n);
 }
@@ -954,7 +956,8 @@ static const kn_tl_ops_t net_ops = {
     .put = net_put,
     .mem_reg = net_mem_reg,
     .mem_dereg = net_mem_dereg,
-    .sleep = net_sleep,
+    .arm = net_arm,
+    .disarm = net_disarm,
     .destroy = net_destroy,
 };
 
@@ -968,7 +971,8 @@ static const kn_tl_ops_t net_ops_nosleep = {
     .put = net_put,
     .mem_reg = net_mem_reg,
     .mem_dereg = net_mem_dereg,
-    .sleep = NULL,
+    .arm = NULL,
+    .disarm = NULL,
     .destroy = net_destroy,
 };
 

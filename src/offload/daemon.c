@@ -1607,6 +1607,18 @@ static void *net_main(void *arg)
     knit_status_t st = KNIT_ERR_NOMEM;
     if (!mask)
         goto out;
+    /* The network is opened when the job first loads a module: an agent
+     * starts when one of its ranks loads, and says so in the store; the
+     * switch waits for that word (asleep in the store's get).  A job that
+     * never loads a module never pays for it. */
+    char word[8];
+    size_t wl;
+    if (D.g.is_switch)
+        st = kn_boot_get(D.boot, "knit.off.start", word, sizeof(word), &wl);
+    else
+        st = kn_boot_put(D.boot, "knit.off.start", "1", 1);
+    if (st != KNIT_OK)
+        goto out;
     for (int i = 0; i < D.nids; i++)
         mask[i] = i != D.g.self && (!D.g.is_switch || i < D.g.nnodes);
     kn_net_params_t np = {
@@ -1671,6 +1683,8 @@ static void on_net_ready(int fd, uint32_t ev, void *arg)
 
 knit_status_t kn_d_net_start(void)
 {
+    if (D.net_started)
+        return KNIT_OK;
     D.net_ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (D.net_ready_fd < 0 || kn_d_watch(D.net_ready_fd, on_net_ready, NULL) < 0) {
         kn_error("eventfd: %m");

@@ -67,6 +67,9 @@ typedef struct kn_d_geo {
 knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks);
 const kn_d_geo_t *kn_d_geo(void);
 knit_status_t kn_d_put(const char *key, const void *val, size_t len);
+/* Bring the daemons' network up (in a thread; idempotent).  The switch
+ * calls it at start and waits, without cost, for the first agent that
+ * does; an agent calls it when one of its ranks first loads a module. */
 knit_status_t kn_d_net_start(void);
 /* Watch an fd (EPOLLIN) in the loop. */
 int kn_d_watch(int fd, void (*fn)(int fd, uint32_t events, void *arg), void *arg);

@@ -939,31 +939,13 @@ void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
             if (pd->req && pd->req->state == RS_PUSH)
                 local_work = 1;
         }
-        kn_tl_t *sleeper = NULL;
-        int sleepers = 0;
-        for (int i = 0; i < p2p->ntls; i++)
-            if (p2p->tls[i]->ops->sleep) {
-                sleeper = p2p->tls[i];
-                sleepers++;
-            }
-        if (local_work || !sleepers) {
+        if (local_work) {
             sched_yield();
             continue;
         }
-        if (sleepers == 1) {
-            sleeper->ops->sleep(sleeper, KN_NSEC_PER_SEC);
-            idle = p2p->spin_count; /* after a wake-up: poll, then yield again */
-            yield_start = kn_time_ns();
-            continue;
-        }
-        /* several transports (shm and net): none can wait for the others'
-         * events, so take turns in short naps; a nap with nothing to show
-         * leads straight to the next one, anything found restarts spinning */
-        for (int i = 0; i < p2p->ntls; i++)
-            if (p2p->tls[i]->ops->sleep)
-                p2p->tls[i]->ops->sleep(p2p->tls[i], KN_NSEC_PER_MSEC);
-        idle = p2p->spin_count;
-        yield_start = kn_time_ns() - p2p->yield_ns;
+        kn_tl_sleep(p2p->tls, p2p->ntls, KN_NSEC_PER_SEC);
+        idle = p2p->spin_count; /* after a wake-up: poll, then yield again */
+        yield_start = kn_time_ns();
     }
 }
 

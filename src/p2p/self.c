@@ -98,7 +98,8 @@ static const kn_tl_ops_t self_ops = {
     .caps = self_caps,
     .get = self_get,
     .put = self_put,
-    .sleep = NULL,
+    .arm = NULL,
+    .disarm = NULL,
     .destroy = self_destroy,
 };
 

@@ -3,7 +3,7 @@
  *
  * Segment layout (one file per node, /dev/shm/knit-<jobid>-n<node>-p2p):
  *   seg_hdr_t                     geometry, written by the creator
- *   rank_area_t[n]                pid, doorbell, probe word of each rank
+ *   rank_area_t[n]                pid, sleeping flag, probe word of each rank
  *   pair_t[n][n] (sender, receiver): control lines, ring of desc_t, buffer
  *
  * Each pair is a single-producer single-consumer queue.  The producer
@@ -15,26 +15,28 @@
  * packed one after the other (64-byte aligned; a payload that would cross
  * the end starts again at the beginning) and released in order.
  *
- * Doorbell: a rank about to sleep sets "sleeping", re-checks its queues and
- * futex-waits on its doorbell word; a producer (or a consumer that freed
- * credits) that sees "sleeping" after its publish bumps the doorbell and
- * wakes it.  Both sides order their store and load with a full fence, so
- * no wake-up is lost.
+ * Doorbell: every rank has a datagram socket (abstract name
+ * knit-<jobid>-n<node>-<local rank>).  A rank about to sleep sets
+ * "sleeping", re-checks its queues and polls the socket (together with the
+ * other transports' descriptors, so one poll waits on all); a producer (or
+ * a consumer that freed credits) that sees "sleeping" after its publish
+ * sends it one byte.  Both sides order their store and load with a full
+ * fence, so no wake-up is lost.
  */
 #include "shm/shm.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,7 +68,7 @@ typedef struct rank_area {
     _Alignas(KN_CACHELINE) _Atomic int32_t pid;
     uint64_t probe_addr;        /* address of a word holding PROBE_VALUE */
     _Alignas(KN_CACHELINE) _Atomic uint32_t sleeping;
-    _Atomic uint32_t doorbell;
+    _Atomic uint32_t rung;         /* a wake-up byte is on its way */
     _Atomic uint32_t help_pending; /* peers asking this rank to help copy */
 } rank_area_t;
 
@@ -136,6 +138,9 @@ typedef struct shm_tl {
     size_t buf_size;
     unsigned char *rma_ok; /* [local_size] */
     size_t coop_chunk;     /* 0: no cooperative copies */
+    int bell_fd;           /* this rank's doorbell socket */
+    struct sockaddr_un *bell_addr; /* [local_size] */
+    socklen_t bell_addrlen;
     uint16_t coop_gen;
     char mech[256];
     int unlinked;
@@ -237,12 +242,16 @@ static inline int local_index(shm_tl_t *s, int rank)
     return rank - s->p.first_rank;
 }
 
-static void doorbell_ring(rank_area_t *a)
+static void doorbell_ring(shm_tl_t *s, int li)
 {
+    rank_area_t *a = &s->areas[li];
     atomic_thread_fence(memory_order_seq_cst);
-    if (kn_unlikely(atomic_load_explicit(&a->sleeping, memory_order_relaxed))) {
-        atomic_fetch_add_explicit(&a->doorbell, 1, memory_order_release);
-        syscall(SYS_futex, &a->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+    if (kn_unlikely(atomic_load_explicit(&a->sleeping, memory_order_relaxed)) &&
+        !atomic_exchange_explicit(&a->rung, 1, memory_order_acq_rel)) {
+        char b = 1;
+        /* a full socket already holds a wake-up; nothing else can fail here
+         * that the sleeper's timeout would not cover */
+        (void)sendto(s->bell_fd, &b, 1, MSG_DONTWAIT, (struct sockaddr *)&s->bell_addr[li], s->bell_addrlen);
     }
 }
 
@@ -287,7 +296,7 @@ static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
     atomic_store_explicit(&d->seq, (uint32_t)(q->head + 1), memory_order_release);
     q->head++;
     q->blocked = 0;
-    doorbell_ring(&s->areas[li]);
+    doorbell_ring(s, li);
     return KNIT_OK;
 }
 
@@ -328,7 +337,7 @@ static int shm_progress(kn_tl_t *tl)
         }
         if (got) {
             events += got;
-            doorbell_ring(&s->areas[li]); /* the producer may wait for credits */
+            doorbell_ring(s, li); /* the producer may wait for credits */
         }
     }
     return events;
@@ -355,18 +364,29 @@ static int shm_pending(shm_tl_t *s)
     return 0;
 }
 
-static void shm_sleep(kn_tl_t *tl, uint64_t timeout_ns)
+static int shm_arm(kn_tl_t *tl)
 {
     shm_tl_t *s = shm_of(tl);
     rank_area_t *me = &s->areas[s->p.local_rank];
-    uint32_t bell = atomic_load_explicit(&me->doorbell, memory_order_acquire);
     atomic_store_explicit(&me->sleeping, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
-    if (!shm_pending(s)) {
-        struct timespec ts = {(time_t)(timeout_ns / KN_NSEC_PER_SEC), (long)(timeout_ns % KN_NSEC_PER_SEC)};
-        syscall(SYS_futex, &me->doorbell, FUTEX_WAIT, bell, &ts, NULL, 0);
+    if (shm_pending(s)) {
+        atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
+        return -1;
     }
+    return s->bell_fd;
+}
+
+static void shm_disarm(kn_tl_t *tl)
+{
+    shm_tl_t *s = shm_of(tl);
+    rank_area_t *me = &s->areas[s->p.local_rank];
     atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
+    if (atomic_exchange_explicit(&me->rung, 0, memory_order_acq_rel)) {
+        char b[16];
+        while (recv(s->bell_fd, b, sizeof(b), MSG_DONTWAIT) > 0)
+            ;
+    }
 }
 
 static unsigned shm_caps(kn_tl_t *tl, int peer)
@@ -460,7 +480,7 @@ static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, ui
     atomic_store_explicit(&c->active, gen, memory_order_release);
     rank_area_t *a = &s->areas[li];
     atomic_fetch_add_explicit(&a->help_pending, 1, memory_order_acq_rel);
-    doorbell_ring(a); /* a sleeping peer wakes up and helps */
+    doorbell_ring(s, li); /* a sleeping peer wakes up and helps */
 
     knit_status_t st = KNIT_OK;
     uint32_t mine = 0;
@@ -517,6 +537,9 @@ static void shm_destroy(kn_tl_t *tl)
         shm_unlink(name);
     }
     munmap(s->seg, s->seg_size);
+    if (s->bell_fd >= 0)
+        close(s->bell_fd);
+    free(s->bell_addr);
     free(s->out);
     free(s->in);
     free(s->rma_ok);
@@ -530,9 +553,39 @@ static const kn_tl_ops_t shm_ops = {
     .caps = shm_caps,
     .get = shm_get,
     .put = shm_put,
-    .sleep = shm_sleep,
+    .arm = shm_arm,
+    .disarm = shm_disarm,
     .destroy = shm_destroy,
 };
+
+/* The doorbell sockets: ours bound, everyone's address computed. */
+static knit_status_t bell_open(shm_tl_t *s)
+{
+    s->bell_addr = calloc((size_t)s->p.local_size, sizeof(*s->bell_addr));
+    if (!s->bell_addr)
+        return KNIT_ERR_NOMEM;
+    for (int li = 0; li < s->p.local_size; li++) {
+        struct sockaddr_un *a = &s->bell_addr[li];
+        a->sun_family = AF_UNIX;
+        /* abstract name: sun_path[0] = 0 */
+        int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "knit-%s-n%d-%05d", s->p.jobid, s->p.node, li);
+        s->bell_addrlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    }
+    s->bell_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->bell_fd < 0) {
+        kn_error("doorbell socket: %m");
+        return KNIT_ERR_IO;
+    }
+    /* fixed-width rank numbers: one address length serves every peer */
+    struct sockaddr_un *mine = &s->bell_addr[s->p.local_rank];
+    if (bind(s->bell_fd, (struct sockaddr *)mine, s->bell_addrlen) < 0) {
+        kn_error("doorbell socket %s: bind: %m", mine->sun_path + 1);
+        close(s->bell_fd);
+        s->bell_fd = -1;
+        return KNIT_ERR_IO;
+    }
+    return KNIT_OK;
+}
 
 static void pair_setup(shm_tl_t *s, pair_local_t *q, int sender, int receiver)
 {
@@ -594,6 +647,16 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
     for (int li = 0; li < p->local_size; li++) {
         pair_setup(s, &s->out[li], p->local_rank, li);
         pair_setup(s, &s->in[li], li, p->local_rank);
+    }
+    s->bell_fd = -1;
+    if (bell_open(s) != KNIT_OK) {
+        free(s->out);
+        free(s->in);
+        free(s->rma_ok);
+        free(s->bell_addr);
+        free(s);
+        munmap(seg, (size_t)st.st_size);
+        return KNIT_ERR_IO;
     }
     rank_area_t *me = &s->areas[p->local_rank];
     me->probe_addr = (uint64_t)(uintptr_t)&probe_word;

@@ -105,9 +105,13 @@ typedef struct kn_tl_ops {
      * (rkey 0). */
     knit_status_t (*mem_reg)(kn_tl_t *tl, const void *buf, size_t len, uint64_t *rkey, void **memh);
     void (*mem_dereg)(kn_tl_t *tl, void *memh);
-    /* Sleep until a packet may have arrived or timeout_ns passed.  The
-     * caller has just found nothing to do. */
-    void (*sleep)(kn_tl_t *tl, uint64_t timeout_ns);
+    /* Sleeping, on one transport or several at once (kn_tl_sleep): arm
+     * returns a file descriptor that becomes readable when there may be
+     * something to do (and makes peers signal it), or -1 when there is
+     * work already; disarm undoes arm after the poll.  NULL: this
+     * transport cannot sleep (its progress is all local). */
+    int (*arm)(kn_tl_t *tl);
+    void (*disarm)(kn_tl_t *tl);
     void (*destroy)(kn_tl_t *tl);
 } kn_tl_ops_t;
 
@@ -119,5 +123,9 @@ struct kn_tl {
     kn_tl_recv_cb_t recv_cb;
     void *cb_arg;
 };
+
+/* Sleep in every transport that can until one of them has something or
+ * timeout_ns passed.  The caller has just found nothing to do. */
+void kn_tl_sleep(kn_tl_t *const *tls, int n, uint64_t timeout_ns);
 
 #endif

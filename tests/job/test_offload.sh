@@ -111,7 +111,7 @@ run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" killagent
 if [ "$RC" -eq 137 ] && [ "$(verdicts)" = "knitrun: agent on node 1 died (killed by SIGKILL)" ] && [ "$MS" -lt 10000 ]; then
     pass offload.agent_dies
 else
-    fail offload.agent_dies "status $RC, verdicts '$(verdicts | tr '\n' '|')'"
+    fail offload.agent_dies "status $RC, verdicts '$(verdicts | tr '\n' '|')', stderr '$(tail -n 5 "$ERR" | tr '\n' '|')'"
 fi
 
 finish
