@@ -307,7 +307,7 @@ long bench_agree_iters_all(const bench_opts_t *o, bench_kernel_t k, void *arg)
         }
         if (t >= o->batch_time / 4 || n >= max_iters) {
             double want = t > 0 ? (double)n * o->batch_time / t : (double)max_iters;
-            final = want < 2 ? 2 : want > max_iters ? max_iters : (long)want;
+            final = want < 1 ? 1 : want > max_iters ? max_iters : (long)want;
             break;
         }
         n = t < o->batch_time / 64 ? n * 8 : n * 2;

@@ -475,6 +475,7 @@ knit_status_t knit_stats(knit_ctx_t *ctx, const knit_module_t *mod, knit_traffic
 typedef struct knit_agent_info {
     uint64_t open_fds, mappings;   /* of the agent process */
     uint64_t modules, open_requests, scratch_bytes;
+    uint64_t heap_bytes;           /* the agent's heap in use (malloc) */
     int32_t node, pid;
 } knit_agent_info_t;
 knit_status_t knit_agent_info(knit_ctx_t *ctx, knit_agent_info_t *info);

@@ -4,6 +4,7 @@
 #
 #   make bench                       full comparison (BENCH_ARGS adds options)
 #   make bench BENCH_ARGS=--quick    the reduced sweep, under 2 minutes
+#   make bench BENCH_ARGS=--publish  also copy report.md and key plots to docs/perf/
 #
 # The programs use bench/bp.h; here they are linked with bp_knit.c (knit's
 # native API).  bench/compare builds the same sources with each MPI's mpicc.

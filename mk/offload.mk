@@ -36,3 +36,10 @@ ALL_TARGETS += $(KNIT_AGENT) $(KNIT_SWITCH) $(MODULES) $(OFFLOAD_BENCH)
 
 .PHONY: offload
 offload: $(KNIT_AGENT) $(KNIT_SWITCH) $(MODULES) $(OFFLOAD_BENCH)
+
+# make bench-offload: module call overhead and agent asleep/awake round
+# trips, 2 ranks on one node (BENCH_OFFLOAD_ARGS: e.g. --nodes 2 -n 4)
+BENCH_OFFLOAD_ARGS ?= -n 2
+.PHONY: bench-offload
+bench-offload: $(OFFLOAD_BENCH) $(KNIT_AGENT) $(KNIT_SWITCH) $(BUILD)/modules/echo.so $(BUILD)/bin/knitrun
+	$(Q)$(BUILD)/bin/knitrun $(BENCH_OFFLOAD_ARGS) $(OFFLOAD_BENCH) $(BUILD)/modules/echo.so

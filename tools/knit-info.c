@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "knit.h"
+#include "knit/module.h"
 #include "net/net.h"
 #include "shm/shm.h"
 #include "util/config.h"
@@ -66,6 +67,13 @@ static void show_node(void)
     char w[64];
     kn_config_format(kn_config_find("WAIT"), &kn_cfg, w, sizeof(w));
     printf("  %-34s %s (KNIT_WAIT)\n", "waiting", w);
+    printf("\noffload (docs/modules.md)\n");
+    printf("  %-34s %u (include/knit/module.h)\n", "module ABI version", KNIT_MOD_ABI_VERSION);
+    printf("  %-34s %s\n", "daemons with every job", kn_cfg.offload ? "knit-agent per node, knit-switch per job"
+                                                                     : "none (KNIT_OFFLOAD=0)");
+    show_size("module handler budget", "MODULE_BUDGET");
+    show_size("idle daemon polls for", "AGENT_SPIN");
+    printf("  %-34s %s (KNIT_STATS)\n", "traffic report at job end", kn_cfg.stats ? "yes" : "no");
     printf("\nknit-info -e lists every tunable\n");
 }
 

@@ -173,6 +173,7 @@ typedef struct act {
     char *src;
     void *dst;
     size_t count;             /* elements of t */
+    char *packed;             /* FORM_EXTENT: scratch for the packed copy */
     view_t v;
 } act_t;
 
@@ -222,7 +223,8 @@ static void *st_alloc(cst_t *s, size_t bytes, int zero)
     return p;
 }
 
-static knit_status_t st_act(cst_t *s, kn_mpi_type_t *t, char *src, void *dst, size_t count, const view_t *v)
+static knit_status_t st_act(cst_t *s, kn_mpi_type_t *t, char *src, void *dst, size_t count, char *packed,
+                            const view_t *v)
 {
     if (!count)
         return KNIT_OK;
@@ -235,7 +237,7 @@ static knit_status_t st_act(cst_t *s, kn_mpi_type_t *t, char *src, void *dst, si
         s->capact = cap;
     }
     kn_mpi_type_ref(t);
-    s->act[s->nact++] = (act_t){t, src, dst, count, *v};
+    s->act[s->nact++] = (act_t){t, src, dst, count, packed, *v};
     return KNIT_OK;
 }
 
@@ -326,26 +328,21 @@ static void pairs_compact(char *b, size_t n, const pair_geo_t *g)
     }
 }
 
-/* Fill scratch tmp (native layout of view v) from count elements at buf. */
-static knit_status_t fill(cst_t *s, const view_t *v, const kn_mpi_type_t *t, const void *buf, size_t count,
-                          char *tmp)
+/* Fill scratch tmp (native layout of view v) from count elements at buf;
+ * FORM_EXTENT goes through packed (count * size bytes). */
+static void fill(const view_t *v, const kn_mpi_type_t *t, const void *buf, size_t count, char *tmp, char *packed)
 {
     switch (v->form) {
     case FORM_PAIRS:
         kn_mpi_pack(t, buf, count, tmp);
         pairs_spread(tmp, view_n(v, t, count), v->pg);
-        return KNIT_OK;
-    case FORM_EXTENT: {
-        char *packed = st_alloc(s, count * t->size, 0);
-        if (!packed)
-            return KNIT_ERR_NOMEM;
+        break;
+    case FORM_EXTENT:
         kn_mpi_pack(t, buf, count, packed);
         kn_mpi_unpack(t, packed, count * t->size, at(tmp, -v->off), count);
-        return KNIT_OK;
-    }
+        break;
     default:
         kn_mpi_pack(t, buf, count, tmp);
-        return KNIT_OK;
     }
 }
 
@@ -358,17 +355,10 @@ static void act_run(act_t *a)
         pairs_compact(a->src, view_n(&a->v, t, a->count), a->v.pg);
         kn_mpi_unpack(t, a->src, bytes, a->dst, a->count);
         break;
-    case FORM_EXTENT: {
-        /* extent layout -> packed -> the user's layout (the packed copy
-         * reuses nothing: this is the rare user op on a sparse type) */
-        char *packed = malloc(bytes ? bytes : 1);
-        if (!packed)
-            break; /* cannot happen in practice; the result is lost */
-        kn_mpi_pack(t, at(a->src, -a->v.off), a->count, packed);
-        kn_mpi_unpack(t, packed, bytes, a->dst, a->count);
-        free(packed);
+    case FORM_EXTENT: /* extent layout -> packed -> the user's layout */
+        kn_mpi_pack(t, at(a->src, -a->v.off), a->count, a->packed);
+        kn_mpi_unpack(t, a->packed, bytes, a->dst, a->count);
         break;
-    }
     default:
         kn_mpi_unpack(t, a->src, bytes, a->dst, a->count);
     }
@@ -383,10 +373,12 @@ static knit_status_t view_in(cst_t *s, const view_t *v, const kn_mpi_type_t *t, 
         return KNIT_OK;
     }
     char *tmp = st_alloc(s, view_n(v, t, count) * v->ksz, v->form == FORM_EXTENT);
-    if (!tmp)
+    char *packed = v->form == FORM_EXTENT ? st_alloc(s, count * t->size, 0) : NULL;
+    if (!tmp || (v->form == FORM_EXTENT && !packed))
         return KNIT_ERR_NOMEM;
     *out = tmp;
-    return fill(s, v, t, buf, count, tmp);
+    fill(v, t, buf, count, tmp, packed);
+    return KNIT_OK;
 }
 
 /* The native pointer for an output of count elements at buf (load: with
@@ -400,11 +392,13 @@ static knit_status_t view_out(cst_t *s, const view_t *v, kn_mpi_type_t *t, void 
         return KNIT_OK;
     }
     char *tmp = st_alloc(s, view_n(v, t, count) * v->ksz, v->form == FORM_EXTENT);
-    if (!tmp)
+    char *packed = v->form == FORM_EXTENT ? st_alloc(s, count * t->size, 0) : NULL;
+    if (!tmp || (v->form == FORM_EXTENT && !packed))
         return KNIT_ERR_NOMEM;
     *out = tmp;
-    knit_status_t k = load ? fill(s, v, t, buf, count, tmp) : KNIT_OK;
-    return k == KNIT_OK ? st_act(s, t, tmp, buf, nout, v) : k;
+    if (load)
+        fill(v, t, buf, count, tmp, packed);
+    return st_act(s, t, tmp, buf, nout, packed, v);
 }
 
 /* One side of a v/w collective as bytes: block i is cnt[i] elements of
@@ -450,7 +444,7 @@ static knit_status_t blocks(cst_t *s, int p, kn_mpi_type_t *const *ts, const int
             kn_mpi_pack(ts[i], b, (size_t)cnt[i], tmp + off[i]);
         if (out) {
             view_t v = bytes_view(ts[i], (size_t)cnt[i]);
-            if (st_act(s, ts[i], tmp + off[i], b, (size_t)cnt[i], &v) != KNIT_OK)
+            if (st_act(s, ts[i], tmp + off[i], b, (size_t)cnt[i], NULL, &v) != KNIT_OK)
                 return KNIT_ERR_NOMEM;
         }
     }

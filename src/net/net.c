@@ -1421,17 +1421,3 @@ const char *kn_net_describe(kn_tl_t *tl)
 {
     return net_of(tl)->desc;
 }
-
-int kn_net_wait_fd(kn_tl_t *tl)
-{
-    return net_of(tl)->cq_fd;
-}
-
-int kn_net_trywait(kn_tl_t *tl)
-{
-    net_tl_t *n = net_of(tl);
-    if (n->cq_fd < 0 || n->nrepost || !kn_list_empty(&n->rma_retry) || n->credit_work)
-        return 0;
-    struct fid *f = &n->cq->fid;
-    return fi_trywait(n->fabric, &f, 1) == 0;
-}

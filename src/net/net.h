@@ -57,10 +57,4 @@ void kn_net_rcache_stats(kn_tl_t *tl, kn_net_rcache_stats_t *st);
  * the provider (or why not) into what; returns 1 when it works. */
 int kn_net_probe(const char *provider, const char *iface, char *what, size_t len);
 
-/* For a caller with its own epoll loop (the offload daemons): the CQ's
- * wait fd (-1 when the provider has none), and whether sleeping on it is
- * safe now (1), or there is work that needs progress first (0). */
-int kn_net_wait_fd(kn_tl_t *tl);
-int kn_net_trywait(kn_tl_t *tl);
-
 #endif

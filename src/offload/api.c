@@ -892,7 +892,7 @@ knit_status_t knit_agent_info(knit_ctx_t *ctx, knit_agent_info_t *info)
         memcpy(v, r->inl, sizeof(v));
         *info = (knit_agent_info_t){.open_fds = v[0], .mappings = v[1], .modules = v[2],
                                     .open_requests = v[3], .scratch_bytes = v[4], .node = (int32_t)v[5],
-                                    .pid = (int32_t)v[6]};
+                                    .pid = (int32_t)v[6], .heap_bytes = v[7]};
     } else if (st == KNIT_OK) {
         st = KNIT_ERR_PROTO;
     }

@@ -37,6 +37,7 @@
 #include "offload/daemon.h"
 
 #include <dirent.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <errno.h>
@@ -155,7 +156,7 @@ static struct {
     kn_list_t *out;            /* [nids] backlog */
     int backlog;
     reasm_t *rx;               /* [nids] */
-    watch_t watches[64];
+    watch_t watches[1024];   /* rank sockets, doorbells, signals, the network */
     int nwatches;
     /* requests */
     kn_dreq_t **reqs;
@@ -181,7 +182,7 @@ static struct {
     int btimer_ok, btimer_armed;
     /* the network comes up in a thread, so that it never delays the job */
     pthread_t net_thread;
-    int net_started, net_ready_fd;
+    int net_started, net_ready_fd, net_fd;
     kn_tl_t *net_tl;         /* set by the thread */
     knit_status_t net_status;
     uint64_t alloc_bytes;
@@ -1404,16 +1405,39 @@ static int run_timers(void)
     return n;
 }
 
+/* The network's wait fd is watched edge-triggered: some providers keep it
+ * readable while nothing is left for us (a socket they poll for
+ * writing), which level-triggered would turn into a busy loop.  Edge-
+ * triggered wakes us for every new arrival; the loop always runs progress
+ * and arms again before it sleeps, so none is missed, and a sleep with the
+ * network up is bounded (1 s) all the same. */
+static void net_watch(int fd)
+{
+    if (D.net_fd >= 0)
+        kn_d_unwatch(D.net_fd);
+    D.net_fd = fd;
+    int i = kn_d_watch(fd, on_nothing, NULL);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+    for (i = 0; i < D.nwatches; i++)
+        if (D.watches[i].fd == fd)
+            ev.data.u32 = (uint32_t)i;
+    if (epoll_ctl(D.epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+        kn_warn("epoll_ctl(EPOLLET): %m");
+}
+
 static int next_timeout_ms(void)
 {
     if (!kn_list_empty(&D.selfq))
         return 0;
+    int cap = !D.tl ? -1 : D.tl->ops->arm ? 1000 : 1; /* without a wait fd: poll the network */
     if (kn_list_empty(&D.timers))
-        return D.tl && kn_net_wait_fd(D.tl) < 0 ? 1 : -1;
+        return cap;
     uint64_t now = kn_time_ns(), due = kn_list_first(&D.timers, dtimer_t, link)->due;
     if (due <= now)
         return 0;
     uint64_t ms = (due - now + KN_NSEC_PER_MSEC - 1) / KN_NSEC_PER_MSEC;
+    if (cap >= 0 && ms > (uint64_t)cap)
+        ms = (uint64_t)cap;
     return ms > 60000 ? 60000 : (int)ms;
 }
 
@@ -1441,14 +1465,22 @@ int kn_d_run(void)
             last = kn_time_ns();
             continue;
         }
-        if (D.tl && kn_net_wait_fd(D.tl) >= 0 && !kn_net_trywait(D.tl)) {
-            if (D.hooks && D.hooks->woke)
-                D.hooks->woke();
-            continue;
+        /* the network's wait fd, armed (-1: it has work for progress) */
+        if (D.tl && D.tl->ops->arm) {
+            int fd = D.tl->ops->arm(D.tl);
+            if (fd < 0) {
+                if (D.hooks && D.hooks->woke)
+                    D.hooks->woke();
+                continue;
+            }
+            if (fd != D.net_fd)
+                net_watch(fd);
         }
         budget_timer(0);
         struct epoll_event ev[16];
         int n = epoll_wait(D.epfd, ev, 16, next_timeout_ms());
+        if (D.tl && D.tl->ops->arm && D.tl->ops->disarm)
+            D.tl->ops->disarm(D.tl);
         if (D.hooks && D.hooks->woke)
             D.hooks->woke();
         budget_timer(1);
@@ -1508,6 +1540,7 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
         return st;
     D.hooks = hooks;
     D.g.is_switch = is_switch;
+    D.net_fd = -1;
     D.budget = kn_cfg.module_budget;
     D.spin = kn_cfg.agent_spin;
     kn_list_init(&D.timers);
@@ -1673,11 +1706,8 @@ static void on_net_ready(int fd, uint32_t ev, void *arg)
         exit(1);
     }
     D.tl = D.net_tl;
-    int wfd = kn_net_wait_fd(D.tl);
-    if (wfd >= 0)
-        kn_d_watch(wfd, on_nothing, NULL);
-    else
-        kn_info("network completion queue has no wait fd: polling every millisecond when idle");
+    if (!D.tl->ops->arm)
+        kn_info("the network has no wait fd: polling it every millisecond when idle");
     kn_debug("network between daemons up");
 }
 
@@ -1738,4 +1768,6 @@ void kn_d_info(uint64_t out[8])
     out[4] = D.alloc_bytes;
     out[5] = (uint64_t)D.g.self;
     out[6] = (uint64_t)getpid();
+    struct mallinfo2 mi = mallinfo2();
+    out[7] = mi.uordblks + mi.hblkhd;
 }

@@ -11,7 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+
 #include "knit.h"
+#include "offload/offload.h" /* the queue layout: the garbage case writes entries by hand */
 
 static knit_ctx_t *ctx;
 static const char *moddir;
@@ -188,13 +192,16 @@ static void cycles(int n)
     CHECK(i1.modules == 0 && i1.open_requests == 0 && i1.scratch_bytes == 0, "agent %d keeps %llu modules, "
           "%llu requests, %llu bytes", i1.node, (unsigned long long)i1.modules,
           (unsigned long long)i1.open_requests, (unsigned long long)i1.scratch_bytes);
+    CHECK(i1.heap_bytes <= i0.heap_bytes + (64u << 10), "agent %d heap grew from %llu to %llu bytes over %d cycles",
+          i1.node, (unsigned long long)i0.heap_bytes, (unsigned long long)i1.heap_bytes, n);
     CHECK(i1.open_fds == i0.open_fds && i1.mappings <= i0.mappings,
           "agent %d leaks: fds %llu -> %llu, mappings %llu -> %llu over %d cycles", i1.node,
           (unsigned long long)i0.open_fds, (unsigned long long)i1.open_fds, (unsigned long long)i0.mappings,
           (unsigned long long)i1.mappings, n);
     if (rank == 0)
-        printf("agent fds %llu mappings %llu stable over %d load/unload cycles\n",
-               (unsigned long long)i1.open_fds, (unsigned long long)i1.mappings, n);
+        printf("agent fds %llu mappings %llu heap %llu -> %llu bytes over %d load/unload cycles\n",
+               (unsigned long long)i1.open_fds, (unsigned long long)i1.mappings,
+               (unsigned long long)i0.heap_bytes, (unsigned long long)i1.heap_bytes, n);
 }
 
 static void faults(int where)
@@ -351,6 +358,56 @@ static void stats(void)
     free(b);
 }
 
+/* Malformed queue entries written straight into this rank's ring: the
+ * agent refuses each (or ignores it) and goes on serving. */
+static void garbage(void)
+{
+    knit_module_t *e = load("echo", KNIT_MODULE_AGENT);
+    uint32_t x = 1, y = 0;
+    CHECK(call(e, &x, 4, &y, 4, NULL) == KNIT_OK && y == 1, "echo");
+    char name[128];
+    kn_off_seg_name(name, sizeof(name), getenv("KNIT_JOBID"), node);
+    int fd = shm_open(name, O_RDWR, 0);
+    CHECK(fd >= 0, "shm_open %s", name);
+    size_t sz = kn_off_seg_size((unsigned)knit_local_size(ctx));
+    kn_off_seg_t *seg = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    CHECK(seg != MAP_FAILED, "mmap");
+    kn_off_slot_t *sl = &seg->slot[knit_local_rank(ctx)];
+    kn_off_sqe_t bad[] = {
+        {.op = 0, .version = KN_OFF_VERSION},
+        {.op = 99, .version = KN_OFF_VERSION},
+        {.op = KN_SQ_REQUEST, .version = 7},
+        {.op = KN_SQ_REQUEST, .version = KN_OFF_VERSION, .inl = 5000},
+        {.op = KN_SQ_REQUEST, .version = KN_OFF_VERSION, .mod = 12345, .inl = 3, .len = 3},
+        {.op = KN_SQ_REQUEST, .version = KN_OFF_VERSION, .addr = 8, .len = 1ull << 40},
+        {.op = KN_SQ_REQUEST, .version = KN_OFF_VERSION, .addr = 8, .len = 64},
+        {.op = KN_SQ_REQUEST, .version = KN_OFF_VERSION, .inl = 10, .len = 20},
+        {.op = KN_SQ_LOAD, .version = KN_OFF_VERSION, .flags = 1, .addr = 8, .len = 10, .inl = 2},
+        {.op = KN_SQ_FETCH, .version = KN_OFF_VERSION, .aux = 77, .addr = 8, .len = 8},
+        {.op = KN_SQ_POST_RECV, .version = KN_OFF_VERSION, .mod = 999, .addr = 8, .len = 8},
+        {.op = KN_SQ_UNLOAD, .version = KN_OFF_VERSION, .mod = 4242},
+    };
+    int n = (int)(sizeof(bad) / sizeof(bad[0]));
+    uint32_t tail = sl->sq_tail;
+    CHECK(tail - __atomic_load_n(&sl->sq_head, __ATOMIC_ACQUIRE) + (uint32_t)n <= KN_OFF_ENTRIES, "ring room");
+    for (int i = 0; i < n; i++) {
+        bad[i].id = 0xdead0000u + (uint64_t)i; /* no operation of the library has such an id */
+        memcpy(&sl->sq[(tail + (uint32_t)i) % KN_OFF_ENTRIES], &bad[i], sizeof(bad[i]));
+    }
+    __atomic_store_n(&sl->sq_tail, tail + (uint32_t)n, __ATOMIC_RELEASE);
+    /* a real request behind them (it rings the doorbell if the agent sleeps) */
+    for (int i = 0; i < 3; i++) {
+        x = 100 + (uint32_t)i;
+        CHECK(call(e, &x, 4, &y, 4, NULL) == KNIT_OK && y == x, "echo after garbage");
+    }
+    knit_agent_info_t info;
+    CHECK(knit_agent_info(ctx, &info) == KNIT_OK && info.modules == 1, "agent info after garbage");
+    munmap(seg, sz);
+    barrier();
+    CHECK(knit_module_unload(e) == KNIT_OK, "unload");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -398,6 +455,8 @@ int main(int argc, char **argv)
             kill(info.pid, SIGKILL);
         for (;;)
             pause(); /* knitrun ends the job */
+    } else if (!strcmp(c, "garbage")) {
+        garbage();
     } else if (!strcmp(c, "noagent")) {
         knit_module_t *m = NULL;
         st = knit_module_load(ctx, path("echo"), KNIT_MODULE_AGENT, &m);

@@ -72,6 +72,12 @@ for where in agent host; do
     expect_ok "offload.bad_files.$where" badfiles
 done
 
+# Malformed queue entries written by hand into the ring: refused, the agent goes on
+run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" garbage
+expect_ok offload.bad_queue_entries garbage
+if [ "$(grep -c 'malformed queue entry' "$ERR")" -ge 16 ]; then pass offload.bad_queue_entries_logged
+else fail offload.bad_queue_entries_logged "$(grep -c 'malformed queue entry' "$ERR") refusals logged"; fi
+
 # Traffic counters, and the report at the end of the job
 run "$KNITRUN" -n 2 --timeout 50 -x KNIT_STATS=1 "$T" "$M" stats
 expect_ok offload.stats stats
