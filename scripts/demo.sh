@@ -1,25 +1,52 @@
 #!/usr/bin/env bash
-# make run: a small knit job, 4 ranks on 2 emulated nodes, each saying
-# where it runs.  Grows into the showcase as knit grows.
+# make run: a short tour of knit on two emulated nodes of this machine.
+#   1. knitrun places 4 ranks on 2 nodes; each says where it runs
+#   2. point-to-point: latency and bandwidth within a node and between nodes
+#   3. an ordinary MPI program built with knitcc, run by knitrun
+#   4. offload: a module loaded into the per-node agents and called
 set -u
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-KNITRUN=$ROOT/$BUILD/bin/knitrun
-HELLO=$ROOT/$BUILD/tests/job/hello
-for f in "$KNITRUN" "$HELLO"; do
+B=$ROOT/$BUILD
+KNITRUN=$B/bin/knitrun
+for f in "$KNITRUN" "$B/tests/job/hello" "$B/bench/pingpong" "$B/bench/bw" "$B/bin/knitcc"; do
     [ -x "$f" ] || { echo "demo: $f is missing: run make first" >&2; exit 1; }
 done
-echo "\$ knitrun -n 4 --nodes 2 --tag-output $BUILD/tests/job/hello"
-out=$("$KNITRUN" -n 4 --nodes 2 --tag-output "$HELLO")
-rc=$?
+step() { printf '\n== %s\n' "$*"; }
+show() { printf '$ %s\n' "$*"; }
+
+step "1. four ranks on two emulated nodes"
+show "knitrun -n 4 --nodes 2 --tag-output hello"
+out=$("$KNITRUN" -n 4 --nodes 2 --tag-output "$B/tests/job/hello") || { echo "demo: the job failed"; exit 1; }
 sort <<<"$out"
-if [ $rc -ne 0 ]; then
-    echo "demo: the job failed (exit status $rc)"
-    exit $rc
+echo "   block-wise placement: ranks 0-1 share node 0, ranks 2-3 node 1; each joined"
+echo "   through knitrun's bootstrap store and left together with the others."
+
+step "2. point-to-point (cross-memory attach here: $("$B/bin/knit-info" | sed -n 's/^  cross-memory attach  *//p' | head -1))"
+lat() { "$KNITRUN" "$@" "$B/bench/pingpong" --sizes 8,1048576 --quick 2>/dev/null |
+            awk '/^result/ {printf "%s B: %s us   ", $3, $5}'; }
+bw() { "$KNITRUN" "$@" "$B/bench/bw" --sizes 1048576 --quick 2>/dev/null |
+           awk '/^result/ {printf "%s MB/s", $5}'; }
+echo "   same node (shared memory; cross-memory attach above the eager size):"
+echo "     latency  $(lat -n 2)"
+echo "     1 MiB windowed bandwidth  $(bw -n 2)"
+echo "   two nodes (libfabric: $("$B/bin/knit-info" | sed -n 's/^  network transport *\([^,]*\),.*/\1/p')):"
+echo "     latency  $(lat -n 2 --nodes 2)"
+echo "     1 MiB windowed bandwidth  $(bw -n 2 --nodes 2)"
+
+step "3. an MPI program, unchanged: examples/pi.c"
+mkdir -p "$B/examples"
+show "knitcc -O2 -o $BUILD/examples/pi examples/pi.c -lm"
+"$B/bin/knitcc" -O2 -o "$B/examples/pi" "$ROOT/examples/pi.c" -lm || { echo "demo: knitcc failed"; exit 1; }
+show "knitrun -n 4 --nodes 2 $BUILD/examples/pi"
+"$KNITRUN" -n 4 --nodes 2 "$B/examples/pi" || { echo "demo: the MPI job failed"; exit 1; }
+
+if [ -x "$B/tests/job/offload_test" ] && [ -f "$B/modules/echo.so" ]; then
+    step "4. offload: the echo module in every node's agent"
+    show "knitrun -n 4 --nodes 2 offload_test $BUILD/modules echo"
+    out=$("$KNITRUN" -n 4 --nodes 2 "$B/tests/job/offload_test" "$B/modules" echo 2>&1) ||
+        { echo "$out" | tail -n 5; echo "demo: the offload job failed"; exit 1; }
+    echo "$out" | tail -n 3
 fi
-nodes=$(sed -n 's/.* on node \([0-9]*\) of.*/\1/p' <<<"$out" | sort -u | tr '\n' ' ')
 echo
-echo "demo: knitrun started 4 ranks as 2 emulated nodes (nodes: ${nodes% }), block-wise:"
-echo "      ranks 0-1 on node 0 and ranks 2-3 on node 1, each with its local rank;"
-echo "      every rank joined the job through knitrun's bootstrap store (knit_init)"
-echo "      and left it together with the others (knit_finalize)."
+echo "demo: done. More: make test, make bench, docs/guide.md"
