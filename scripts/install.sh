@@ -63,6 +63,6 @@ Description: cluster communication system (native API and MPI subset)
 Version: $VERSION
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lknit
-Libs.private: -lfabric -ldl -lrt -pthread
+Libs.private: -ldl -lrt -pthread
 PC
 echo "installed knit $VERSION into $PREFIX"

@@ -53,6 +53,10 @@ typedef struct kn_net_rcache_stats {
 } kn_net_rcache_stats_t;
 void kn_net_rcache_stats(kn_tl_t *tl, kn_net_rcache_stats_t *st);
 
+/* Load libfabric (once; it is not linked, see fabric_dl.c).  NULL when it
+ * is there, else why not. */
+const char *kn_net_fabric_load(void);
+
 /* Can a process open the configured provider here?  Writes a line about
  * the provider (or why not) into what; returns 1 when it works. */
 int kn_net_probe(const char *provider, const char *iface, char *what, size_t len);

@@ -2,10 +2,11 @@
  * Offload checks run by tests/job/test_offload*.sh through knitrun:
  *   offload_test MODDIR CASE [WHERE]
  * CASE: roundtrip, paths, cycles, faults, badfiles, equiv, dying, stats,
- * noagent.  WHERE: agent (default), switch, host.  Prints "ok CASE" on
+ * noagent, pids, killagent, garbage, echo (the demo of make run).  WHERE: agent (default), switch, host.  Prints "ok CASE" on
  * rank 0 when every rank passed; a failed check prints why and exits 1.
  */
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,22 @@ int main(int argc, char **argv)
             kill(info.pid, SIGKILL);
         for (;;)
             pause(); /* knitrun ends the job */
+    } else if (!strcmp(c, "echo")) { /* the demo (make run) */
+        knit_module_t *m = load("echo", KNIT_MODULE_AGENT);
+        char msg[64], back[64] = "";
+        snprintf(msg, sizeof(msg), "hello from rank %d", rank);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        CHECK(call(m, msg, strlen(msg) + 1, back, sizeof(back), NULL) == KNIT_OK && !strcmp(msg, back), "echo");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        char path[256];
+        paths(KNIT_MODULE_AGENT, path, sizeof(path));
+        if (rank == 0) {
+            printf("rank 0 -> agent of node 0 -> rank 0: '%s' in %.1f us\n", back,
+                   (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3);
+            printf("token from agent 0 around every agent, then the switch (-1): %s\n", path);
+        }
+        CHECK(knit_module_unload(m) == KNIT_OK, "unload");
     } else if (!strcmp(c, "garbage")) {
         garbage();
     } else if (!strcmp(c, "noagent")) {
