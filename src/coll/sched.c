@@ -8,7 +8,10 @@
  * Every active schedule is advanced by the hook the engine registers with
  * the p2p engine, i.e. inside every progress call of the process.
  * Finished schedules keep their arrays in a small cache, so that a small
- * collective allocates nothing but its scratch.
+ * collective allocates nothing but its scratch; scratch buffers themselves
+ * are kept too (a few, up to SCRATCH_KEEP bytes in all), because a large
+ * buffer from malloc is a fresh mapping whose every page faults on first
+ * touch, which cost more than the copies of a 1 MiB collective.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,14 @@
 #include "util/log.h"
 
 #define SCHED_CACHE 8
+#define SCRATCH_SLOTS 8
+#define SCRATCH_KEEP ((size_t)64 << 20)
+
+/* A scratch buffer; its size is stored just before the user area. */
+typedef struct scratch_hdr {
+    size_t size;
+    size_t pad; /* keeps the user area 16-byte aligned */
+} scratch_hdr_t;
 
 struct kn_coll {
     knit_ctx_t *ctx;
@@ -28,7 +39,60 @@ struct kn_coll {
     knit_comm_t *world;
     kn_sched_t *cache[SCHED_CACHE];
     int ncache;
+    scratch_hdr_t *scratch[SCRATCH_SLOTS]; /* kept scratch buffers */
+    size_t scratch_bytes;
 };
+
+/* The smallest kept buffer that fits, or a new one. */
+static void *scratch_get(kn_coll_t *c, size_t bytes)
+{
+    int best = -1;
+    for (int i = 0; i < SCRATCH_SLOTS; i++)
+        if (c->scratch[i] && c->scratch[i]->size >= bytes &&
+            (best < 0 || c->scratch[i]->size < c->scratch[best]->size))
+            best = i;
+    scratch_hdr_t *h;
+    if (best >= 0) {
+        h = c->scratch[best];
+        c->scratch[best] = NULL;
+        c->scratch_bytes -= h->size;
+    } else {
+        h = malloc(sizeof(*h) + bytes);
+        if (!h)
+            return NULL;
+        h->size = bytes;
+    }
+    return h + 1;
+}
+
+/* Keep a buffer for the next collective, evicting smaller ones to make
+ * room; free it when it cannot be kept. */
+static void scratch_put(kn_coll_t *c, void *p)
+{
+    scratch_hdr_t *h = (scratch_hdr_t *)p - 1;
+    if (h->size <= SCRATCH_KEEP) {
+        for (int i = 0; i < SCRATCH_SLOTS; i++) {
+            if (!c->scratch[i] && c->scratch_bytes + h->size <= SCRATCH_KEEP) {
+                c->scratch[i] = h;
+                c->scratch_bytes += h->size;
+                return;
+            }
+        }
+        int small = -1;
+        for (int i = 0; i < SCRATCH_SLOTS; i++)
+            if (c->scratch[i] && c->scratch[i]->size < h->size &&
+                (small < 0 || c->scratch[i]->size < c->scratch[small]->size))
+                small = i;
+        if (small >= 0 && c->scratch_bytes - c->scratch[small]->size + h->size <= SCRATCH_KEEP) {
+            c->scratch_bytes -= c->scratch[small]->size;
+            free(c->scratch[small]);
+            c->scratch[small] = h;
+            c->scratch_bytes += h->size;
+            return;
+        }
+    }
+    free(h);
+}
 
 /* One context per process (knit_init refuses a second): the communicator
  * calls find the engine through it. */
@@ -87,9 +151,12 @@ kn_sched_t *kn_sched_new(knit_comm_t *comm, knit_dtype_t dtype, const knit_op_t 
 
 void *kn_sched_alloc(kn_sched_t *s, size_t bytes)
 {
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p || !grow((void **)&s->allocs, &s->cap_allocs, s->nallocs + 1, sizeof(void *))) {
-        free(p);
+    if (!grow((void **)&s->allocs, &s->cap_allocs, s->nallocs + 1, sizeof(void *))) {
+        s->nomem = 1;
+        return NULL;
+    }
+    void *p = scratch_get(s->coll, bytes ? bytes : 1);
+    if (!p) {
         s->nomem = 1;
         return NULL;
     }
@@ -308,7 +375,7 @@ void kn_sched_free(kn_sched_t *s)
         return;
     kn_coll_t *c = s->coll;
     for (int i = 0; i < s->nallocs; i++)
-        free(s->allocs[i]);
+        scratch_put(c, s->allocs[i]);
     s->nallocs = 0;
     if (s->active) {
         kn_list_del(&s->link);
@@ -395,6 +462,8 @@ void kn_coll_destroy(kn_coll_t *c)
         free(s->allocs);
         free(s);
     }
+    for (int i = 0; i < SCRATCH_SLOTS; i++)
+        free(c->scratch[i]);
     free(c->node_of);
     if (the_coll == c)
         the_coll = NULL;

@@ -1286,7 +1286,7 @@ void kn_p2p_set_wait(struct kn_p2p *p2p, int local_procs)
          * core away quickly, a node with a core per rank spins longer */
         l->wait_mode = 3;
         if (l->oversubscribed)
-            spin = spin / 20 + 1;
+            spin = 1; /* measured: any polling beyond one round only delays the peer that needs this core */
         else
             yield *= 50;
         break;
