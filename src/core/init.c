@@ -232,7 +232,9 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
     if (st != KNIT_OK)
         return st;
     kn_p2p_set_tl(ctx->p2p, ctx->self_tl, ctx->rank, 1);
-    kn_p2p_set_wait(ctx->p2p, ctx->local_size);
+    /* emulated nodes share the host's cores: count every rank on the host */
+    int ok = 1, host_procs = env_int(KN_ENV_HOST_PROCS, ctx->local_size, &ok);
+    kn_p2p_set_wait(ctx->p2p, ok && host_procs > ctx->local_size ? host_procs : ctx->local_size);
     return KNIT_OK;
 }
 

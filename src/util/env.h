@@ -18,7 +18,8 @@
     X(JOBID, "KNIT_JOBID", "job identifier (names shared-memory files)")   \
     X(COOKIE, "KNIT_COOKIE", "job secret presented to the bootstrap store") \
     X(BOOT_ADDR, "KNIT_BOOT_ADDR", "bootstrap store addresses to try")     \
-    X(HOSTNAME, "KNIT_HOSTNAME", "name of this rank's host in the job")
+    X(HOSTNAME, "KNIT_HOSTNAME", "name of this rank's host in the job")    \
+    X(HOST_PROCS, "KNIT_HOST_PROCS", "ranks of the job on this host (all emulated nodes together)")
 
 #define KN_ENV_DECL(id, name, help) static const char KN_ENV_##id[] = name;
 KN_ENV_LIST(KN_ENV_DECL)

@@ -388,6 +388,8 @@ static int node_env(int node, strv_t *e)
     bad |= strv_addf(e, "%s=%d", KN_ENV_NODE, node);
     bad |= strv_addf(e, "%s=%d", KN_ENV_NNODES, J.nnodes);
     bad |= strv_addf(e, "%s=%d", KN_ENV_LOCAL_SIZE, nd->count);
+    /* emulated nodes share this host's cores: ranks judge oversubscription by it */
+    bad |= strv_addf(e, "%s=%d", KN_ENV_HOST_PROCS, J.hosts_mode ? nd->count : J.size);
     bad |= strv_addf(e, "%s=%s", KN_ENV_NODE_SIZES, J.node_sizes);
     bad |= strv_addf(e, "%s=%s", KN_ENV_JOBID, J.jobid);
     bad |= strv_addf(e, "%s=%s", KN_ENV_COOKIE, J.cookie);
