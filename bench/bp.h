@@ -21,6 +21,7 @@
 typedef void *bp_req_t;
 
 void bp_init(int *argc, char ***argv);
+/* Rank 0 first prints "# done" (all results are out). */
 void bp_finalize(void);
 int bp_rank(void);
 int bp_size(void);
