@@ -15,38 +15,6 @@
 
 static const char *const NAME = "bw";
 
-struct run {
-    const bench_pair_t *p;
-    void *sbuf, *rbuf;
-    size_t size;
-    int window;
-    bp_req_t *reqs;
-};
-
-static double kernel(void *arg, long n)
-{
-    struct run *r = arg;
-    int peer = r->p->peer, w = r->window;
-    char ack[4] = {0};
-    double t0 = bp_time();
-    if (r->p->leader) {
-        for (long i = 0; i < n; i++) {
-            for (int j = 0; j < w; j++)
-                bp_isend(r->sbuf, r->size, peer, TAG_DATA, &r->reqs[j]);
-            bp_waitall(w, r->reqs);
-            bp_recv(ack, sizeof(ack), peer, TAG_ACK);
-        }
-    } else {
-        for (long i = 0; i < n; i++) {
-            for (int j = 0; j < w; j++)
-                bp_irecv(r->rbuf, r->size, peer, TAG_DATA, &r->reqs[j]);
-            bp_waitall(w, r->reqs);
-            bp_send(ack, sizeof(ack), peer, TAG_ACK);
-        }
-    }
-    return bp_time() - t0;
-}
-
 int main(int argc, char **argv)
 {
     bench_opts_t o;
@@ -57,7 +25,7 @@ int main(int argc, char **argv)
     bench_header(&o, &p, NAME);
 
     size_t maxs = o.sizes[o.nsizes - 1];
-    struct run r = {&p, bench_alloc(maxs), bench_alloc(maxs), 0, o.window,
+    bench_window_t r = {&p, bench_alloc(maxs), bench_alloc(maxs), 0, o.window,
                     calloc((size_t)o.window, sizeof(bp_req_t))};
     if (!r.reqs)
         bp_abort("bw: out of memory");
@@ -67,7 +35,7 @@ int main(int argc, char **argv)
             continue;
         r.size = o.sizes[si];
         bench_window_check(&p, r.size, o.window, 0, NAME);
-        long iters = bench_agree_iters(&o, &p, kernel, &r);
+        long iters = bench_agree_iters(&o, &p, bench_window_kernel, &r);
         double bw[BENCH_MAX_BATCHES];
         for (int b = 0; b < o.batches; b++) {
             uint64_t it = 100 + (uint64_t)b;
@@ -76,7 +44,7 @@ int main(int argc, char **argv)
             else
                 bench_poison(r.rbuf, r.size, r.size, it);
             bench_pair_sync(&p);
-            double t = kernel(&r, iters);
+            double t = bench_window_kernel(&r, iters);
             if (!p.leader)
                 bench_verify(r.rbuf, r.size, r.size, it, NAME, "timed batch");
             bw[b] = (double)r.size * o.window * (double)iters / t / 1e6;

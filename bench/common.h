@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bp.h"
+
 #define BENCH_MAX_SIZES 256
 #define BENCH_MAX_BATCHES 31
 
@@ -76,6 +78,19 @@ void bench_verify(const void *buf, size_t len, size_t size, uint64_t iter, const
                   const char *where);
 
 /* Page-aligned, touched memory; ends the job when out of memory. */
+/* The windowed scheme of bw and msgrate: the pair's leader starts `window`
+ * sends of `size` bytes, the partner has as many receives posted and
+ * answers each window with a 4-byte acknowledgement.  A bench_kernel_t;
+ * a rank without a partner returns 0 at once. */
+typedef struct bench_window {
+    const bench_pair_t *p;
+    void *sbuf, *rbuf;
+    size_t size;
+    int window;
+    bp_req_t *reqs;
+} bench_window_t;
+double bench_window_kernel(void *arg, long n);
+
 void *bench_alloc(size_t len);
 void bench_free(void *p, size_t len);
 

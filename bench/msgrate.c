@@ -16,40 +16,6 @@
 
 static const char *const NAME = "msgrate";
 
-struct run {
-    const bench_pair_t *p;
-    void *sbuf, *rbuf;
-    size_t size;
-    int window;
-    bp_req_t *reqs;
-};
-
-static double kernel(void *arg, long n)
-{
-    struct run *r = arg;
-    int peer = r->p->peer, w = r->window;
-    char ack[4] = {0};
-    double t0 = bp_time();
-    if (peer < 0)
-        return 0; /* the rank left over with an odd count only waits */
-    if (r->p->leader) {
-        for (long i = 0; i < n; i++) {
-            for (int j = 0; j < w; j++)
-                bp_isend(r->sbuf, r->size, peer, TAG_DATA, &r->reqs[j]);
-            bp_waitall(w, r->reqs);
-            bp_recv(ack, sizeof(ack), peer, TAG_ACK);
-        }
-    } else {
-        for (long i = 0; i < n; i++) {
-            for (int j = 0; j < w; j++)
-                bp_irecv(r->rbuf, r->size, peer, TAG_DATA, &r->reqs[j]);
-            bp_waitall(w, r->reqs);
-            bp_send(ack, sizeof(ack), peer, TAG_ACK);
-        }
-    }
-    return bp_time() - t0;
-}
-
 int main(int argc, char **argv)
 {
     bench_opts_t o;
@@ -60,7 +26,7 @@ int main(int argc, char **argv)
     bench_header(&o, &p, NAME);
 
     size_t maxs = o.sizes[o.nsizes - 1];
-    struct run r = {&p, bench_alloc(maxs), bench_alloc(maxs), 0, o.window,
+    bench_window_t r = {&p, bench_alloc(maxs), bench_alloc(maxs), 0, o.window,
                     calloc((size_t)o.window, sizeof(bp_req_t))};
     if (!r.reqs)
         bp_abort("msgrate: out of memory");
@@ -68,7 +34,7 @@ int main(int argc, char **argv)
         r.size = o.sizes[si];
         bp_barrier();
         bench_window_check(&p, r.size, o.window, 0, NAME);
-        long iters = bench_agree_iters_all(&o, kernel, &r);
+        long iters = bench_agree_iters_all(&o, bench_window_kernel, &r);
         double rate[BENCH_MAX_BATCHES];
         for (int b = 0; b < o.batches; b++) {
             uint64_t it = 100 + (uint64_t)b;
@@ -77,7 +43,7 @@ int main(int argc, char **argv)
             else if (p.peer >= 0)
                 bench_poison(r.rbuf, r.size, r.size, it);
             bp_barrier();
-            double t = bench_max_all(kernel(&r, iters));
+            double t = bench_max_all(bench_window_kernel(&r, iters));
             if (p.peer >= 0 && !p.leader)
                 bench_verify(r.rbuf, r.size, r.size, it, NAME, "timed batch");
             rate[b] = (double)p.npairs * o.window * (double)iters / t / 1e6;

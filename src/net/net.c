@@ -827,7 +827,8 @@ static int net_progress(kn_tl_t *tl)
 static int net_arm(kn_tl_t *tl)
 {
     net_tl_t *n = net_of(tl);
-    if (n->nrepost || !kn_list_empty(&n->rma_retry) || n->credit_work)
+    /* without a wait fd (or with work only we can do) the rank yields instead */
+    if (n->cq_fd < 0 || n->nrepost || !kn_list_empty(&n->rma_retry) || n->credit_work)
         return -1;
     struct fid *f = &n->cq->fid;
     int rc = fi_trywait(n->fabric, &f, 1);
@@ -961,20 +962,6 @@ static const kn_tl_ops_t net_ops = {
     .destroy = net_destroy,
 };
 
-/* The same without a sleep op (a CQ without a wait fd). */
-static const kn_tl_ops_t net_ops_nosleep = {
-    .name = "net",
-    .send = net_send,
-    .progress = net_progress,
-    .caps = net_caps,
-    .get = net_get,
-    .put = net_put,
-    .mem_reg = net_mem_reg,
-    .mem_dereg = net_mem_dereg,
-    .arm = NULL,
-    .disarm = NULL,
-    .destroy = net_destroy,
-};
 
 static int is_loopback(const struct fi_info *fi)
 {
@@ -1354,7 +1341,7 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
             fi->tx_attr->inject_size, order & FI_ORDER_SAS ? " SAS" : "", order & FI_ORDER_WAS ? " WAS" : "",
             !n->rc_enabled ? "off (provider pins, page frames hidden)" : n->rc_verify ? "verified by pagemap" : "on");
 
-    n->base.ops = n->cq_fd >= 0 ? &net_ops : &net_ops_nosleep;
+    n->base.ops = &net_ops;
     n->base.max_inline = n->inject_max > NET_HDRS ? n->inject_max - NET_HDRS : 0;
     n->base.max_payload = p->bounce_size;
     n->base.bulk_inflight = p->inflight;

@@ -9,27 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "knit.h"
 
 static knit_ctx_t *ctx;
 static int rank, size;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", rank,    \
-                    __FILE__, __LINE__, #cond);                            \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n");                                         \
-            exit(1);                                                       \
-        }                                                                  \
-    } while (0)
-
-#define OK(call)                                                           \
-    do {                                                                   \
-        knit_status_t st_ = (call);                                        \
-        CHECK(st_ == KNIT_OK, "%s returned %s", #call, knit_strerror(st_)); \
-    } while (0)
 
 static uint8_t pattern(size_t i, uint32_t seed)
 {
@@ -59,17 +43,6 @@ static void barrier(void)
         OK(knit_send(ctx, &x, 1, (rank + d) % size, 1 << 30, 99));
         OK(knit_wait(&r, NULL));
     }
-}
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    size_t v = strtoull(s, &end, 10);
-    if (*end == 'k')
-        v <<= 10;
-    if (*end == 'm')
-        v <<= 20;
-    return v;
 }
 
 /* Sizes around every threshold, then powers of two up to max. */

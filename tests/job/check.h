@@ -1,0 +1,43 @@
+/*
+ * Checks for the job-test programs: a failed check names the rank, the
+ * place and the condition, and ends the process (knitrun then ends the
+ * job).  The including file defines `static int rank`.
+ */
+#ifndef KN_TEST_JOB_CHECK_H
+#define KN_TEST_JOB_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "knit.h"
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        if (!(cond)) {                                                            \
+            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", rank, __FILE__, \
+                    __LINE__, #cond);                                             \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fprintf(stderr, "\n");                                                \
+            exit(1);                                                              \
+        }                                                                         \
+    } while (0)
+
+#define OK(call)                                                            \
+    do {                                                                    \
+        knit_status_t st_ = (call);                                         \
+        CHECK(st_ == KNIT_OK, "%s returned %s", #call, knit_strerror(st_)); \
+    } while (0)
+
+/* "64", "8k", "4m" */
+static inline size_t parse_size(const char *s)
+{
+    char *end;
+    size_t v = strtoull(s, &end, 10);
+    if (*end == 'k')
+        v <<= 10;
+    if (*end == 'm')
+        v <<= 20;
+    return v;
+}
+
+#endif
