@@ -100,25 +100,29 @@ void kn_alg_bcast_scatter_allgather(kn_sched_t *s, const kn_grp_t *g, void *buf_
         off[a] = clampz((size_t)v * cs, len);
         ln[a] = clampz((size_t)(v + 1) * cs, len) - off[a];
     }
-    kn_alg_allgatherv_ring(s, g, buf, ln, off, sub);
+    kn_alg_allgatherv_ring(s, g, buf, ln, off, NULL, sub);
 }
 
 /* ------------------------------------------------------------ allgather */
 
 void kn_alg_allgatherv_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, const size_t *len,
-                            const size_t *off, int sub)
+                            const size_t *off, const char *own, int sub)
 {
     int p = g->size, r = g->rank;
     int left = (r - 1 + p) % p, right = (r + 1) % p;
     for (int k = 0; k < p - 1; k++) {
         int sb = (r - k + p) % p, rb = (r - k - 1 + p) % p;
         kn_sched_recv(s, g, left, buf + off[rb], len[rb], sub);
-        kn_sched_send(s, g, right, buf + off[sb], len[sb], sub);
+        kn_sched_send(s, g, right, k == 0 && own ? own : buf + off[sb], len[sb], sub);
+        if (k == 0 && own)
+            kn_sched_copy(s, own, buf + off[r], len[r]);
         kn_sched_round(s);
     }
+    if (p == 1 && own)
+        kn_sched_copy(s, own, buf + off[r], len[r]);
 }
 
-void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub)
+void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub)
 {
     int p = g->size;
     size_t *off = kn_sched_alloc(s, 2 * (size_t)p * sizeof(size_t));
@@ -128,28 +132,32 @@ void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t l
         off[i] = (size_t)i * len;
         off[p + i] = len;
     }
-    kn_alg_allgatherv_ring(s, g, buf, off + p, off, sub);
+    kn_alg_allgatherv_ring(s, g, buf, off + p, off, own, sub);
 }
 
 /* first original rank of folded rank nr (see the remainder scheme) */
 static int unfold(int nr, int rem) { return nr < rem ? 2 * nr : nr + rem; }
 static int fold_peer(int nr, int rem) { return nr < rem ? 2 * nr + 1 : nr + rem; }
 
-void kn_alg_allgather_rd(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub)
+void kn_alg_allgather_rd(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub)
 {
     int p = g->size, r = g->rank, pof2 = pof2_below(p), rem = p - pof2;
+    size_t mine = (size_t)r * len;
     int nr;
     if (r < 2 * rem) {
-        if (r % 2 == 0) { /* folded away: hand my block over, get everything back */
-            kn_sched_send(s, g, r + 1, buf + (size_t)r * len, len, sub);
+        if (r % 2 == 0) { /* folded away: hand my block over, get everything back (mine too) */
+            kn_sched_send(s, g, r + 1, own ? own : buf + mine, len, sub);
             kn_sched_round(s);
             kn_sched_recv(s, g, r + 1, buf, (size_t)p * len, sub);
             kn_sched_round(s);
             return;
         }
         kn_sched_recv(s, g, r - 1, buf + (size_t)(r - 1) * len, len, sub);
+        if (own)
+            kn_sched_copy(s, own, buf + mine, len);
         kn_sched_round(s);
         nr = r / 2;
+        own = NULL; /* in buf now */
     } else {
         nr = r - rem;
     }
@@ -159,29 +167,41 @@ void kn_alg_allgather_rd(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len
         size_t ma = (size_t)unfold(mb, rem) * len, me = (size_t)unfold(mb + mask, rem) * len;
         size_t pa = (size_t)unfold(pb, rem) * len, pe = (size_t)unfold(pb + mask, rem) * len;
         kn_sched_recv(s, g, fold_peer(pn, rem), buf + pa, pe - pa, sub);
-        kn_sched_send(s, g, fold_peer(pn, rem), buf + ma, me - ma, sub);
+        /* the first round sends my block alone (ma == mine, me - ma == len) */
+        kn_sched_send(s, g, fold_peer(pn, rem), own ? own : buf + ma, me - ma, sub);
+        if (own)
+            kn_sched_copy(s, own, buf + mine, len);
+        own = NULL;
         kn_sched_round(s);
     }
+    if (own) /* one rank */
+        kn_sched_copy(s, own, buf + mine, len);
     if (r < 2 * rem) {
         kn_sched_send(s, g, r - 1, buf, (size_t)p * len, sub);
         kn_sched_round(s);
     }
 }
 
-void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub)
+void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub)
 {
     int p = g->size, r = g->rank;
     char *tmp = kn_sched_alloc(s, (size_t)p * len);
     if (!tmp)
         return;
-    /* tmp block j = rank (r + j)'s block */
-    kn_sched_copy(s, buf + (size_t)r * len, tmp, len);
+    /* tmp block j = rank (r + j)'s block; the first round sends mine alone */
+    const char *mine = own ? own : buf + (size_t)r * len;
+    if (!own)
+        kn_sched_copy(s, mine, tmp, len);
     for (int d = 1; d < p; d <<= 1) {
         int n = d < p - d ? d : p - d;
         kn_sched_recv(s, g, (r + d) % p, tmp + (size_t)d * len, (size_t)n * len, sub);
-        kn_sched_send(s, g, (r - d + p) % p, tmp, (size_t)n * len, sub);
+        kn_sched_send(s, g, (r - d + p) % p, d == 1 ? mine : tmp, (size_t)n * len, sub);
+        if (d == 1 && own)
+            kn_sched_copy(s, own, tmp, len);
         kn_sched_round(s);
     }
+    if (p == 1 && own)
+        kn_sched_copy(s, own, tmp, len);
     kn_sched_copy(s, tmp, buf + (size_t)r * len, (size_t)(p - r) * len);
     kn_sched_copy(s, tmp + (size_t)(p - r) * len, buf, (size_t)r * len);
     kn_sched_round(s);
@@ -207,17 +227,25 @@ void kn_alg_reduce_binomial(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, 
     const void *acc = sbuf;
     if (nchild) {
         void *a = (r == root && r == troot) ? rbuf : kn_sched_alloc(s, bytes);
-        char *tmp = kn_sched_alloc(s, (size_t)nchild * bytes);
-        if (!a || !tmp)
+        /* the first child lands in a itself (a = mine op a, no copy of
+         * mine), unless mine is there already (in place) */
+        int direct = a != sbuf;
+        char *tmp = nchild > direct ? kn_sched_alloc(s, (size_t)(nchild - direct) * bytes) : NULL;
+        if (!a || (nchild > direct && !tmp))
             return;
-        kn_sched_copy(s, sbuf, a, bytes);
         int k = 0;
         for (int m = 1; m < top; m <<= 1)
-            if (vr + m < p)
-                kn_sched_recv(s, g, (r + m) % p, tmp + (size_t)k++ * bytes, bytes, sub);
+            if (vr + m < p) {
+                void *dst = direct && k == 0 ? a : tmp + (size_t)(k - direct) * bytes;
+                kn_sched_recv(s, g, (r + m) % p, dst, bytes, sub);
+                k++;
+            }
         kn_sched_round(s);
-        /* children cover ascending rank ranges after mine: acc = acc op child */
-        for (int i = 0; i < nchild; i++)
+        /* children cover ascending rank ranges after mine: acc = mine op
+         * child 1 op child 2 ..., in that order whatever the op */
+        if (direct)
+            kn_sched_reduce(s, sbuf, a, count);
+        for (int i = 0; i < nchild - direct; i++)
             kn_sched_reduce_r(s, tmp + (size_t)i * bytes, a, count);
         acc = a;
     } else if (r == root && r == troot) {
@@ -286,18 +314,22 @@ static int rab_owned(int nr, int pof2)
     return send_idx;
 }
 
-static void rab_halving(kn_sched_t *s, const kn_grp_t *g, char *buf, char *tmp, rab_t *x, int sub)
+static void rab_halving(kn_sched_t *s, const kn_grp_t *g, char *buf, char *tmp, rab_t *x, const char *src,
+                        int sub)
 {
     int r = g->rank, rem = x->rem, pof2 = x->pof2;
     size_t es = kn_coll_esize(s), count = rab_sum(x, 0, pof2);
     if (r < 2 * rem) {
         if (r % 2 == 0) {
-            kn_sched_send(s, g, r + 1, buf, count * es, sub);
+            kn_sched_send(s, g, r + 1, src ? src : buf, count * es, sub);
             kn_sched_round(s);
             x->nr = -1;
             return;
         }
         kn_sched_recv(s, g, r - 1, tmp, count * es, sub);
+        if (src)
+            kn_sched_copy(s, src, buf, count * es);
+        src = NULL;
         kn_sched_round(s);
         kn_sched_reduce(s, tmp, buf, count);
         x->nr = r / 2;
@@ -318,20 +350,26 @@ static void rab_halving(kn_sched_t *s, const kn_grp_t *g, char *buf, char *tmp, 
             rcnt = rab_sum(x, recv_idx, last_idx);
         }
         kn_sched_recv(s, g, dst, tmp + x->disp[recv_idx] * es, rcnt * es, sub);
-        kn_sched_send(s, g, dst, buf + x->disp[send_idx] * es, scnt * es, sub);
+        kn_sched_send(s, g, dst, (src ? src : buf) + x->disp[send_idx] * es, scnt * es, sub);
+        if (src) /* only the half kept here is needed in buf */
+            kn_sched_copy(s, src + x->disp[recv_idx] * es, buf + x->disp[recv_idx] * es, rcnt * es);
+        src = NULL;
         kn_sched_round(s);
         kn_sched_reduce(s, tmp + x->disp[recv_idx] * es, buf + x->disp[recv_idx] * es, rcnt);
         send_idx = recv_idx;
         if (mask * 2 < pof2)
             last_idx = recv_idx + pof2 / (mask * 2);
     }
+    if (src) /* one rank */
+        kn_sched_copy(s, src, buf, count * es);
     kn_sched_round(s); /* the last reduce */
     x->send_idx = send_idx;
     x->last_idx = last_idx;
     x->mask = mask;
 }
 
-void kn_alg_allreduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, void *buf_, size_t count, int sub)
+void kn_alg_allreduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, void *buf_, size_t count, const void *src,
+                                   int sub)
 {
     char *buf = buf_;
     int p = g->size, r = g->rank;
@@ -340,7 +378,7 @@ void kn_alg_allreduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, void *buf_,
     char *tmp = kn_sched_alloc(s, count * es);
     if (!tmp || !rab_init(s, &x, p, count))
         return;
-    rab_halving(s, g, buf, tmp, &x, sub);
+    rab_halving(s, g, buf, tmp, &x, src, sub);
     if (x.nr >= 0) {
         int nr = x.nr, pof2 = x.pof2, send_idx = x.send_idx, last_idx = x.last_idx, recv_idx;
         for (int mask = x.mask >> 1; mask > 0; mask >>= 1) {
@@ -383,8 +421,7 @@ void kn_alg_reduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, const void *sb
     char *tmp = kn_sched_alloc(s, count * es);
     if (!work || !tmp || !rab_init(s, &x, p, count))
         return;
-    kn_sched_copy(s, sbuf, work, count * es);
-    rab_halving(s, g, work, tmp, &x, sub);
+    rab_halving(s, g, work, tmp, &x, sbuf == work ? NULL : sbuf, sub);
     /* every folded rank sends its chunk straight to the root */
     if (r == root) {
         for (int q = 0; q < p; q++) {
@@ -403,7 +440,7 @@ void kn_alg_reduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, const void *sb
 
 /* ------------------------------------------------------------ allreduce */
 
-void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, int sub)
+void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, const void *src, int sub)
 {
     int p = g->size, r = g->rank, pof2 = pof2_below(p), rem = p - pof2;
     size_t bytes = count * kn_coll_esize(s);
@@ -412,14 +449,17 @@ void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t cou
         return;
     int nr;
     if (r < 2 * rem) {
-        if (r % 2 == 0) {
-            kn_sched_send(s, g, r + 1, buf, bytes, sub);
+        if (r % 2 == 0) { /* folded away: the result comes back whole */
+            kn_sched_send(s, g, r + 1, src ? src : buf, bytes, sub);
             kn_sched_round(s);
             kn_sched_recv(s, g, r + 1, buf, bytes, sub);
             kn_sched_round(s);
             return;
         }
         kn_sched_recv(s, g, r - 1, tmp, bytes, sub);
+        if (src)
+            kn_sched_copy(s, src, buf, bytes);
+        src = NULL;
         kn_sched_round(s);
         kn_sched_reduce(s, tmp, buf, count); /* lower rank's first */
         nr = r / 2;
@@ -429,13 +469,18 @@ void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t cou
     for (int mask = 1; mask < pof2; mask <<= 1) {
         int dst = fold_peer(nr ^ mask, rem);
         kn_sched_recv(s, g, dst, tmp, bytes, sub);
-        kn_sched_send(s, g, dst, buf, bytes, sub);
+        kn_sched_send(s, g, dst, src ? src : buf, bytes, sub);
+        if (src)
+            kn_sched_copy(s, src, buf, bytes);
+        src = NULL;
         kn_sched_round(s);
         if (dst < r)
             kn_sched_reduce(s, tmp, buf, count);
         else
             kn_sched_reduce_r(s, tmp, buf, count);
     }
+    if (src) /* one rank */
+        kn_sched_copy(s, src, buf, bytes);
     kn_sched_round(s);
     if (r < 2 * rem) {
         kn_sched_send(s, g, r - 1, buf, bytes, sub);
@@ -443,8 +488,10 @@ void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t cou
     }
 }
 
-void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf_, size_t count, int sub)
+void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf_, size_t count, const void *src_,
+                           int sub)
 {
+    const char *src = src_;
     char *buf = buf_;
     int p = g->size, r = g->rank;
     size_t es = kn_coll_esize(s);
@@ -464,10 +511,15 @@ void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf_, size_t 
     for (int k = 0; k < p - 1; k++) {
         int sc = (r - k + p) % p, rc = (r - k - 1 + p) % p;
         kn_sched_recv(s, g, left, tmp, cnt[rc] * es, sub);
-        kn_sched_send(s, g, right, buf + off[sc], cnt[sc] * es, sub);
+        kn_sched_send(s, g, right, (src ? src : buf) + off[sc], cnt[sc] * es, sub);
+        if (src)
+            kn_sched_copy(s, src, buf, count * es);
+        src = NULL;
         kn_sched_round(s);
         kn_sched_reduce(s, tmp, buf + off[rc], cnt[rc]);
     }
+    if (src) /* one rank */
+        kn_sched_copy(s, src, buf, count * es);
     size_t *len = kn_sched_alloc(s, (size_t)p * sizeof(size_t));
     if (!len)
         return;

@@ -187,8 +187,10 @@ static void reduce_flat(kn_sched_t *s, const kn_grp_t *g, const void *sb, void *
 {
     int algo = kn_cfg.coll_reduce;
     size_t bytes = count * kn_coll_esize(s);
+    /* 2 ranks: the binomial reduce is one transfer and one reduction, with
+     * no copy of the input; halving moves as much and copies it */
     if (kn_coll_commutative(s) && g->size > 1 &&
-        (algo == 2 || (algo == 0 && bytes >= kn_cfg.coll_reduce_long && count >= (size_t)g->size)))
+        (algo == 2 || (algo == 0 && g->size > 2 && bytes >= kn_cfg.coll_reduce_long && count >= (size_t)g->size)))
         kn_alg_reduce_rabenseifner(s, g, sb, rb, count, root, sub);
     else
         kn_alg_reduce_binomial(s, g, sb, rb, count, root, sub);
@@ -233,7 +235,7 @@ static knit_status_t do_reduce(knit_comm_t *c, const void *sb, void *rb, size_t 
 
 /* ------------------------------------------------------------ allreduce */
 
-static void allreduce_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, int sub)
+static void allreduce_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, const void *src, int sub)
 {
     int algo = kn_cfg.coll_allreduce;
     size_t bytes = count * kn_coll_esize(s);
@@ -245,11 +247,11 @@ static void allreduce_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t c
             algo = bytes >= kn_cfg.coll_allreduce_long ? 3 : 2;
     }
     if (algo == 2 && comm)
-        kn_alg_allreduce_rabenseifner(s, g, buf, count, sub);
+        kn_alg_allreduce_rabenseifner(s, g, buf, count, src, sub);
     else if (algo == 3 && comm)
-        kn_alg_allreduce_ring(s, g, buf, count, sub);
+        kn_alg_allreduce_ring(s, g, buf, count, src, sub);
     else
-        kn_alg_allreduce_rd(s, g, buf, count, sub);
+        kn_alg_allreduce_rd(s, g, buf, count, src, sub);
 }
 
 static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
@@ -262,18 +264,17 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
     if (!count)
         return run(s, req);
     size_t bytes = count * knit_dtype_size(t);
-    if (!IN_PLACE(sb))
-        kn_sched_copy(s, sb, rb, bytes);
+    const void *src = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it into rb as they go */
     int algo = kn_cfg.coll_allreduce;
     if ((algo == 4 || (algo == 0 && node_aware(c, 0))) && node_ok_for(c, s)) {
         /* reduce to the leader, allreduce among leaders, bcast in the node */
         const kn_grp_t *l = &c->local;
-        kn_alg_reduce_binomial(s, l, rb, rb, count, 0, SUB_LOCAL_IN);
+        kn_alg_reduce_binomial(s, l, src ? src : rb, rb, count, 0, SUB_LOCAL_IN);
         if (l->rank == 0)
-            allreduce_flat(s, &c->leaders, rb, count, SUB_LEADERS);
+            allreduce_flat(s, &c->leaders, rb, count, NULL, SUB_LEADERS);
         kn_alg_bcast_binomial(s, l, rb, bytes, 0, SUB_LOCAL_OUT);
     } else {
-        allreduce_flat(s, &c->g, rb, count, SUB_FLAT);
+        allreduce_flat(s, &c->g, rb, count, src, SUB_FLAT);
     }
     return run(s, req);
 }
@@ -477,11 +478,10 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
-    int p = c->g.size, me = c->g.rank;
+    int p = c->g.size;
     size_t len = count * knit_dtype_size(t), total = len * (size_t)p;
     char *r = rb;
-    if (!IN_PLACE(sb))
-        kn_sched_copy(s, sb, r + (size_t)me * len, len);
+    const char *own = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it while sending */
     int algo = kn_cfg.coll_allgather;
     if (algo == 0) {
         int pow2 = !(p & (p - 1));
@@ -491,11 +491,11 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
             algo = total >= kn_cfg.coll_allgather_long ? 3 : 1;
     }
     if (algo == 1)
-        kn_alg_allgather_rd(s, &c->g, r, len, SUB_FLAT);
+        kn_alg_allgather_rd(s, &c->g, r, len, own, SUB_FLAT);
     else if (algo == 2)
-        kn_alg_allgather_bruck(s, &c->g, r, len, SUB_FLAT);
+        kn_alg_allgather_bruck(s, &c->g, r, len, own, SUB_FLAT);
     else
-        kn_alg_allgather_ring(s, &c->g, r, len, SUB_FLAT);
+        kn_alg_allgather_ring(s, &c->g, r, len, own, SUB_FLAT);
     return run(s, req);
 }
 
@@ -506,7 +506,7 @@ static knit_status_t do_allgatherv(knit_comm_t *c, const void *sb, void *rb, con
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
-    int p = c->g.size, me = c->g.rank;
+    int p = c->g.size;
     size_t es = knit_dtype_size(t);
     size_t *v = kn_sched_alloc(s, 2 * (size_t)p * sizeof(size_t));
     if (v) {
@@ -514,10 +514,7 @@ static knit_status_t do_allgatherv(knit_comm_t *c, const void *sb, void *rb, con
             v[i] = rcounts[i] * es;
             v[p + i] = displs[i] * es;
         }
-        char *r = rb;
-        if (!IN_PLACE(sb))
-            kn_sched_copy(s, sb, r + v[p + me], v[me]);
-        kn_alg_allgatherv_ring(s, &c->g, r, v, v + p, SUB_FLAT);
+        kn_alg_allgatherv_ring(s, &c->g, rb, v, v + p, IN_PLACE(sb) ? NULL : sb, SUB_FLAT);
     }
     return run(s, req);
 }
@@ -545,13 +542,16 @@ static void alltoall_pairwise(kn_sched_t *s, const kn_grp_t *g, const char *sb, 
                               const size_t *soff, char *rb, const size_t *rlen, const size_t *roff)
 {
     int p = g->size, me = g->rank;
-    kn_sched_copy(s, sb + soff[me], rb + roff[me], KN_MIN(slen[me], rlen[me]));
     for (int k = 1; k < p; k++) {
         int to = (me + k) % p, from = (me - k + p) % p;
         kn_sched_recv(s, g, from, rb + roff[from], rlen[from], SUB_FLAT);
         kn_sched_send(s, g, to, sb + soff[to], slen[to], SUB_FLAT);
+        if (k == 1) /* my own block, while the first exchange runs */
+            kn_sched_copy(s, sb + soff[me], rb + roff[me], KN_MIN(slen[me], rlen[me]));
         kn_sched_round(s);
     }
+    if (p == 1)
+        kn_sched_copy(s, sb + soff[me], rb + roff[me], KN_MIN(slen[me], rlen[me]));
     kn_sched_round(s);
 }
 

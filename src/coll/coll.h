@@ -155,17 +155,24 @@ void kn_alg_reduce_binomial(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, 
                             int root, int sub);
 void kn_alg_reduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, void *rbuf,
                                 size_t count, int root, int sub);
-/* In-place on buf (every rank's input, every rank's result). */
-void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, int sub);
-void kn_alg_allreduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, int sub);
-void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, int sub);
+/* The result in buf on every rank; the input in buf (src NULL) or at src,
+ * then sent from there in the first round and copied into buf while that
+ * round's transfers run. */
+void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, const void *src, int sub);
+void kn_alg_allreduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, const void *src,
+                                   int sub);
+void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, const void *src,
+                           int sub);
 /* Allgather of blocks: block i (len[i] bytes at buf + off[i]) comes from
- * rank i; mine is in place. */
+ * rank i.  Mine is in place (own NULL) or at own: then it is sent from
+ * there in the first round and copied into buf while that round's
+ * transfers run (the local copy overlaps the exchange). */
 void kn_alg_allgatherv_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, const size_t *len,
-                            const size_t *off, int sub);
-/* Equal blocks of len bytes, in place in buf. */
-void kn_alg_allgather_rd(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub);
-void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub);
-void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, int sub);
+                            const size_t *off, const char *own, int sub);
+/* Equal blocks of len bytes into buf; own as above. */
+void kn_alg_allgather_rd(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub);
+void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
+                            int sub);
+void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub);
 
 #endif
