@@ -148,10 +148,30 @@ static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 
 /* ------------------------------------------------------------ bcast */
 
+/* More ranks than cores on this host: what counts is the work all ranks do
+ * together and the number of times a rank must be woken, not the depth of
+ * the critical path.  Measured (docs/PERFORMANCE.md): the binomial
+ * broadcast beats scatter+allgather there at every size, posting every
+ * alltoall transfer at once beats pairwise rounds, and the trees (bcast,
+ * reduce, allreduce) gain from eager sends up to a whole packet, which
+ * leave the data and go on instead of waiting for the receiver to run. */
+static int crowded(const kn_sched_t *s)
+{
+    kn_p2p_limits_t l;
+    kn_p2p_get_limits(kn_coll_p2p(s->coll), &l);
+    return l.oversubscribed;
+}
+
+static void eager_when_crowded(kn_sched_t *s)
+{
+    if (crowded(s))
+        s->send_flags |= KN_P2P_SEND_EAGER;
+}
+
 static void bcast_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t bytes, int root, int sub)
 {
     int algo = kn_cfg.coll_bcast;
-    if (algo == 2 || (algo == 0 && bytes >= kn_cfg.coll_bcast_long && g->size > 2))
+    if (algo == 2 || (algo == 0 && bytes >= kn_cfg.coll_bcast_long && g->size > 2 && !crowded(s)))
         kn_alg_bcast_scatter_allgather(s, g, buf, bytes, root, sub);
     else
         kn_alg_bcast_binomial(s, g, buf, bytes, root, sub);
@@ -164,6 +184,7 @@ static knit_status_t do_bcast(knit_comm_t *c, void *buf, size_t count, knit_dtyp
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
+    eager_when_crowded(s);
     size_t bytes = count * knit_dtype_size(t);
     int algo = kn_cfg.coll_bcast;
     if (algo == 3 || (algo == 0 && node_aware(c, 0))) {
@@ -212,6 +233,7 @@ static knit_status_t do_reduce(knit_comm_t *c, const void *sb, void *rb, size_t 
     kn_sched_t *s = kn_sched_new(c, t, op);
     if (!s)
         return KNIT_ERR_NOMEM;
+    eager_when_crowded(s);
     if (!count)
         return run(s, req);
     if (IN_PLACE(sb))
@@ -261,6 +283,7 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
     kn_sched_t *s = kn_sched_new(c, t, op);
     if (!s)
         return KNIT_ERR_NOMEM;
+    eager_when_crowded(s);
     if (!count)
         return run(s, req);
     size_t bytes = count * knit_dtype_size(t);
@@ -620,7 +643,7 @@ static knit_status_t do_alltoall(knit_comm_t *c, const void *sb, void *rb, size_
         if (len <= kn_cfg.coll_alltoall_short && p >= 8)
             algo = 2;
         else
-            algo = len >= kn_cfg.coll_alltoall_long ? 1 : 3;
+            algo = len >= kn_cfg.coll_alltoall_long && !crowded(s) ? 1 : 3;
     }
     if (src && algo == 2) {
         alltoall_bruck(s, &c->g, src, rb, len);

@@ -118,6 +118,7 @@ struct knit_coll_request {
     knit_status_t result;
     int done, active;
     int nomem;                  /* building failed: the schedule is invalid */
+    unsigned send_flags;        /* kn_p2p_isend flags of every send */
 };
 
 kn_sched_t *kn_sched_new(knit_comm_t *comm, knit_dtype_t dtype, const knit_op_t *op);

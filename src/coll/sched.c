@@ -145,6 +145,7 @@ kn_sched_t *kn_sched_new(knit_comm_t *comm, knit_dtype_t dtype, const knit_op_t 
     }
     s->result = KNIT_OK;
     s->done = s->active = s->nomem = 0;
+    s->send_flags = 0;
     kn_list_init(&s->link);
     return s;
 }
@@ -286,7 +287,8 @@ static void start_round(kn_sched_t *s)
         knit_request_t *r = NULL;
         switch (st->kind) {
         case KN_STEP_SEND:
-            rc = kn_p2p_isend(p2p, st->src, st->len, st->peer, (int)(s->tag | st->sub), s->cid, 0, &r);
+            rc = kn_p2p_isend(p2p, st->src, st->len, st->peer, (int)(s->tag | st->sub), s->cid, s->send_flags,
+                              &r);
             break;
         case KN_STEP_RECV:
             rc = kn_p2p_irecv(p2p, st->dst, st->len, st->peer, (int)(s->tag | st->sub), s->cid, &r);

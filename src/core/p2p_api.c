@@ -12,6 +12,8 @@ knit_status_t knit_isend_flags(knit_ctx_t *ctx, const void *buf, size_t len, int
                                uint32_t comm_id, unsigned flags, knit_request_t **req)
 {
     CHECK_CTX(ctx);
+    if (flags & ~(unsigned)KNIT_SEND_SYNC) /* the others are knit's own */
+        return KNIT_ERR_INVAL;
     return kn_p2p_isend(ctx->p2p, buf, len, peer, tag, comm_id, flags, req);
 }
 

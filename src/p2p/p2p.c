@@ -740,8 +740,9 @@ static knit_status_t start_send(struct kn_p2p *p2p, knit_request_t *r)
     kn_pkt_hdr_t h = {.comm = r->comm, .tag = r->tag, .seq = pe->seq_out++, .len = r->len};
     struct kn_ann *a = kn_list_empty(&pe->anns) ? NULL : take_ann(p2p, pe, r->tag, r->comm);
     int sync = r->flags & KNIT_SEND_SYNC;
+    size_t eager_max = r->flags & KN_P2P_SEND_EAGER ? tl->max_payload : p2p->lim.eager_max;
 
-    if (a && (r->len > p2p->lim.eager_max || sync) && (tl->ops->caps(tl, r->peer) & KN_TL_CAP_RMA)) {
+    if (a && (r->len > eager_max || sync) && (tl->ops->caps(tl, r->peer) & KN_TL_CAP_RMA)) {
         /* receive posted first: push into it (matched by construction) */
         r->state = RS_PUSH;
         r->raddr = a->addr;
@@ -783,7 +784,7 @@ static knit_status_t start_send(struct kn_p2p *p2p, knit_request_t *r)
         payload = r->buf;
         plen = r->len;
         r->state = RS_QUEUED;
-    } else if (!sync && r->len <= p2p->lim.eager_max) {
+    } else if (!sync && r->len <= eager_max) {
         h.type = KN_PKT_EAGER;
         payload = r->buf;
         plen = r->len;
@@ -961,7 +962,7 @@ knit_status_t kn_p2p_isend(struct kn_p2p *p2p, const void *buf, size_t len, int 
                            unsigned flags, knit_request_t **out)
 {
     if (!out || (!buf && len) || peer < 0 || peer >= p2p->p.size || tag < 0 ||
-        (flags & ~(unsigned)KNIT_SEND_SYNC))
+        (flags & ~(unsigned)(KNIT_SEND_SYNC | KN_P2P_SEND_EAGER)))
         return KNIT_ERR_INVAL;
     if (kn_unlikely(!kn_p2p_tl_of(p2p, peer))) {
         kn_error("no transport reaches rank %d on node %d: communication between nodes is not "

@@ -48,6 +48,11 @@ void kn_p2p_set_wait(kn_p2p_t *p2p, int local_procs);
 
 /* The operations behind the knit_* point-to-point calls (the runtime core
  * checks the context and forwards). */
+/* flags: KNIT_SEND_SYNC, or KN_P2P_SEND_EAGER (knit's collectives): send
+ * eagerly whatever fits in one packet of the transport, past
+ * KNIT_EAGER_MAX, so that the sender never waits for the receiver to be
+ * scheduled (ranks that outnumber cores) */
+#define KN_P2P_SEND_EAGER 0x100u
 knit_status_t kn_p2p_isend(kn_p2p_t *p2p, const void *buf, size_t len, int peer, int tag, uint32_t comm,
                            unsigned flags, knit_request_t **out);
 knit_status_t kn_p2p_irecv(kn_p2p_t *p2p, void *buf, size_t len, int peer, int tag, uint32_t comm,
