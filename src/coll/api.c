@@ -4,6 +4,7 @@
  * compositions, and the requests.  Each collective is one builder; the
  * blocking form runs the nonblocking schedule to completion.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,28 +151,35 @@ static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 
 /* More ranks than cores on this host: what counts is the work all ranks do
  * together and the number of times a rank must be woken, not the depth of
- * the critical path.  Measured (docs/PERFORMANCE.md): the binomial
+ * the critical path.  Measured (docs/collectives.md): the binomial
  * broadcast beats scatter+allgather there at every size, posting every
- * alltoall transfer at once beats pairwise rounds, and the trees (bcast,
- * reduce, allreduce) gain from eager sends up to a whole packet, which
- * leave the data and go on instead of waiting for the receiver to run. */
-static int crowded(const kn_sched_t *s)
+ * alltoall transfer at once beats pairwise rounds, and reduce and
+ * allreduce gain from eager sends up to a whole packet, which leave the
+ * data and go on instead of waiting for the receiver to run (at 4 and 8
+ * ranks on 2 cores, 64 KiB: reduce 62 -> 36 and 124 -> 97 us).  The
+ * broadcast gains as much at 2 ranks per core and loses at 4 (64 KiB: 33
+ * -> 19 us, but 67 -> 130 us), where eager copies pile up at receivers
+ * that are not running. */
+static int crowded(const kn_sched_t *s, int *ranks_per_core)
 {
     kn_p2p_limits_t l;
     kn_p2p_get_limits(kn_coll_p2p(s->coll), &l);
+    if (ranks_per_core)
+        *ranks_per_core = l.ncpus > 0 ? (l.host_procs + l.ncpus - 1) / l.ncpus : 1;
     return l.oversubscribed;
 }
 
-static void eager_when_crowded(kn_sched_t *s)
+static void eager_when_crowded(kn_sched_t *s, int max_per_core)
 {
-    if (crowded(s))
+    int per;
+    if (crowded(s, &per) && per <= max_per_core)
         s->send_flags |= KN_P2P_SEND_EAGER;
 }
 
 static void bcast_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t bytes, int root, int sub)
 {
     int algo = kn_cfg.coll_bcast;
-    if (algo == 2 || (algo == 0 && bytes >= kn_cfg.coll_bcast_long && g->size > 2 && !crowded(s)))
+    if (algo == 2 || (algo == 0 && bytes >= kn_cfg.coll_bcast_long && g->size > 2 && !crowded(s, NULL)))
         kn_alg_bcast_scatter_allgather(s, g, buf, bytes, root, sub);
     else
         kn_alg_bcast_binomial(s, g, buf, bytes, root, sub);
@@ -184,7 +192,7 @@ static knit_status_t do_bcast(knit_comm_t *c, void *buf, size_t count, knit_dtyp
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
-    eager_when_crowded(s);
+    eager_when_crowded(s, 2);
     size_t bytes = count * knit_dtype_size(t);
     int algo = kn_cfg.coll_bcast;
     if (algo == 3 || (algo == 0 && node_aware(c, 0))) {
@@ -233,7 +241,7 @@ static knit_status_t do_reduce(knit_comm_t *c, const void *sb, void *rb, size_t 
     kn_sched_t *s = kn_sched_new(c, t, op);
     if (!s)
         return KNIT_ERR_NOMEM;
-    eager_when_crowded(s);
+    eager_when_crowded(s, INT_MAX);
     if (!count)
         return run(s, req);
     if (IN_PLACE(sb))
@@ -283,7 +291,7 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
     kn_sched_t *s = kn_sched_new(c, t, op);
     if (!s)
         return KNIT_ERR_NOMEM;
-    eager_when_crowded(s);
+    eager_when_crowded(s, INT_MAX);
     if (!count)
         return run(s, req);
     size_t bytes = count * knit_dtype_size(t);
@@ -643,7 +651,7 @@ static knit_status_t do_alltoall(knit_comm_t *c, const void *sb, void *rb, size_
         if (len <= kn_cfg.coll_alltoall_short && p >= 8)
             algo = 2;
         else
-            algo = len >= kn_cfg.coll_alltoall_long && !crowded(s) ? 1 : 3;
+            algo = len >= kn_cfg.coll_alltoall_long && !crowded(s, NULL) ? 1 : 3;
     }
     if (src && algo == 2) {
         alltoall_bruck(s, &c->g, src, rb, len);

@@ -1248,6 +1248,7 @@ knit_status_t kn_p2p_create(const kn_p2p_params_t *p, struct kn_p2p **out)
     l->bulk_chunk = kn_cfg.bulk_chunk ? kn_cfg.bulk_chunk : 1;
     l->ncpus = count_cpus();
     l->oversubscribed = 0;
+    l->host_procs = 1;
     *out = p2p;
     return KNIT_OK;
 }
@@ -1275,6 +1276,7 @@ void kn_p2p_set_tl(struct kn_p2p *p2p, kn_tl_t *tl, int first, int n)
 void kn_p2p_set_wait(struct kn_p2p *p2p, int local_procs)
 {
     kn_p2p_limits_t *l = &p2p->lim;
+    l->host_procs = local_procs;
     l->oversubscribed = local_procs > l->ncpus;
     uint64_t spin = kn_cfg.spin_count > 0 ? (uint64_t)kn_cfg.spin_count : 1;
     uint64_t yield = kn_cfg.yield_time;

@@ -40,6 +40,7 @@ typedef struct kn_p2p_limits {
     int wait_mode;         /* resolved: 1 spin, 2 yield, 3 block */
     int oversubscribed;
     int ncpus;
+    int host_procs;        /* ranks sharing this host's cpus (KNIT_HOST_PROCS) */
 } kn_p2p_limits_t;
 void kn_p2p_get_limits(const kn_p2p_t *p2p, kn_p2p_limits_t *l);
 
