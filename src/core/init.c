@@ -310,7 +310,7 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
         .ctx = ctx, .rank = ctx->rank, .size = ctx->size, .node = ctx->node, .nnodes = ctx->nnodes,
         .local_rank = ctx->local_rank, .local_size = ctx->local_size, .first_local = ctx->first_local,
         .node_of = ctx->node_of, .jobid = ctx->jobid, .boot = ctx->boot,
-        .agent = !kn_boot_is_singleton(ctx->boot) && kn_cfg.offload,
+        .agent = !kn_boot_is_singleton(ctx->boot) && kn_cfg.offload, .p2p = ctx->p2p,
     };
     st = kn_off_open(&op);
     if (st != KNIT_OK)

@@ -23,6 +23,7 @@
 #include "boot/boot.h"
 #include "offload/host.h"
 #include "offload/offload.h"
+#include "p2p/p2p.h"
 #include "util/compiler.h"
 #include "util/config.h"
 #include "util/env.h"
@@ -241,15 +242,28 @@ static void sleep_on_agent(void)
     __atomic_store_n(&C.slot->rank_sleeping, 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&C.slot->cq_tail, __ATOMIC_ACQUIRE) == C.slot->cq_head) {
-        struct pollfd pfd[2] = {{.fd = C.evfd, .events = POLLIN}, {.fd = C.sock, .events = POLLIN}};
-        int n = poll(pfd, 2, 1000);
-        if (n > 0 && pfd[1].revents)
-            check_socket();
+        if (C.p.p2p) { /* point-to-point traffic wakes us as well */
+            int fds[2] = {C.evfd, C.sock};
+            if (kn_p2p_sleep(C.p.p2p, fds, 2, KN_NSEC_PER_SEC))
+                check_socket();
+        } else {
+            struct pollfd pfd[2] = {{.fd = C.evfd, .events = POLLIN}, {.fd = C.sock, .events = POLLIN}};
+            int n = poll(pfd, 2, 1000);
+            if (n > 0 && pfd[1].revents)
+                check_socket();
+        }
     }
     __atomic_store_n(&C.slot->rank_sleeping, 0, __ATOMIC_RELAXED);
     uint64_t v;
     if (read(C.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         kn_debug("eventfd read: %m");
+}
+
+/* Point-to-point and collectives move on while a rank waits on a module
+ * (a module may well wait for what this rank owes its peers). */
+static int p2p_progress(void)
+{
+    return C.p.p2p ? kn_p2p_progress(C.p.p2p) : 0;
 }
 
 /* One round of waiting: progress; spin a little, then sleep. */
@@ -259,6 +273,10 @@ static void wait_round(unsigned *spins)
         return;
     if (C.agent_dead)
         return;
+    if (p2p_progress()) {
+        *spins = 0;
+        return;
+    }
     if (++*spins < (unsigned)kn_cfg.spin_count) {
         kn_cpu_relax();
         return;
@@ -741,6 +759,7 @@ knit_status_t knit_request_test(knit_mreq_t **req, int *done, void *result, size
     if (!req || !*req || !done)
         return KNIT_ERR_INVAL;
     knit_mreq_t *r = *req;
+    p2p_progress();
     if (r->host)
         kn_host_progress();
     else if (!r->done) {
@@ -765,8 +784,8 @@ knit_status_t knit_request_wait(knit_mreq_t **req, void *result, size_t cap, siz
     knit_mreq_t *r = *req;
     if (r->host) {
         while (!r->done)
-            if (!kn_host_progress())
-                sched_yield(); /* only a timer can move it on */
+            if (!kn_host_progress() && !p2p_progress())
+                sched_yield(); /* only a timer or a peer can move it on */
     } else {
         wait_op(r);
     }

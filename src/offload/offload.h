@@ -189,6 +189,7 @@ typedef struct kn_off_params {
     const char *jobid;
     void *boot;              /* kn_boot_t */
     int agent;               /* 1: knitrun started an agent for this node */
+    struct kn_p2p *p2p;      /* progressed while a rank waits on a module (NULL: none) */
 } kn_off_params_t;
 
 /* At knit_init: remember the geometry, connect to the agent (if any). */

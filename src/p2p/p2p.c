@@ -910,6 +910,31 @@ int kn_p2p_progress(struct kn_p2p *p2p)
  * core for yield_ns, then sleep in the transports (when there is no local
  * work that only this process can drive).
  */
+/* Work only our own progress can do (no transport would wake us for it):
+ * copies in the bulk list, pushes at the head of a pending queue. */
+static int local_work(struct kn_p2p *p2p)
+{
+    if (!kn_list_empty(&p2p->bulk))
+        return 1;
+    kn_list_t *pos;
+    kn_list_for_each(pos, &p2p->pending_peers) {
+        struct kn_peer *pe = kn_list_entry(pos, struct kn_peer, pending_link);
+        struct kn_pend *pd = kn_list_first(&pe->pending, struct kn_pend, link);
+        if (pd->req && pd->req->state == RS_PUSH)
+            return 1;
+    }
+    return 0;
+}
+
+int kn_p2p_sleep(struct kn_p2p *p2p, const int *extra, int nextra, uint64_t timeout_ns)
+{
+    if (local_work(p2p)) {
+        sched_yield();
+        return 0;
+    }
+    return kn_tl_sleep(p2p->tls, p2p->ntls, extra, nextra, timeout_ns);
+}
+
 void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
 {
     uint64_t idle = 0, yield_start = 0;
@@ -927,24 +952,11 @@ void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
         uint64_t now = kn_time_ns();
         if (idle == p2p->spin_count)
             yield_start = now;
-        if (mode == 2 || now - yield_start < p2p->yield_ns || !kn_list_empty(&p2p->bulk)) {
+        if (mode == 2 || now - yield_start < p2p->yield_ns || local_work(p2p)) {
             sched_yield();
             continue;
         }
-        /* only a sleeping transport can wake us; pending pushes are local work */
-        int local_work = 0;
-        kn_list_t *pos;
-        kn_list_for_each(pos, &p2p->pending_peers) {
-            struct kn_peer *pe = kn_list_entry(pos, struct kn_peer, pending_link);
-            struct kn_pend *pd = kn_list_first(&pe->pending, struct kn_pend, link);
-            if (pd->req && pd->req->state == RS_PUSH)
-                local_work = 1;
-        }
-        if (local_work) {
-            sched_yield();
-            continue;
-        }
-        kn_tl_sleep(p2p->tls, p2p->ntls, KN_NSEC_PER_SEC);
+        kn_tl_sleep(p2p->tls, p2p->ntls, NULL, 0, KN_NSEC_PER_SEC);
         idle = p2p->spin_count; /* after a wake-up: poll, then yield again */
         yield_start = kn_time_ns();
     }

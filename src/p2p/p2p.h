@@ -34,6 +34,12 @@ int kn_p2p_progress(kn_p2p_t *p2p);
 /* Wait until cond(arg): spin, then yield, then sleep in the transports. */
 void kn_p2p_wait(kn_p2p_t *p2p, int (*cond)(void *), void *arg);
 
+/* Sleep in the transports and on extra file descriptors (at most 4; a
+ * layer above waiting on its own events too), for one wait of someone who
+ * just found nothing to do; yields instead while p2p has work of its own.
+ * Returns whether an extra descriptor is readable. */
+int kn_p2p_sleep(kn_p2p_t *p2p, const int *extra, int nextra, uint64_t timeout_ns);
+
 /* The thresholds in force (after clamping to what the transports allow). */
 typedef struct kn_p2p_limits {
     size_t inline_max, eager_max, cma_min, bulk_chunk;

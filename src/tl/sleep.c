@@ -6,11 +6,13 @@
 #include "util/log.h"
 #include "util/time.h"
 
-void kn_tl_sleep(kn_tl_t *const *tls, int n, uint64_t timeout_ns)
+int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64_t timeout_ns)
 {
-    struct pollfd fds[8];
+    struct pollfd fds[12];
     kn_tl_t *armed[8];
-    int k = 0, busy = 0;
+    int k = 0, busy = 0, extra_ready = 0;
+    if (nextra > 4)
+        nextra = 4;
     for (int i = 0; i < n && k < 8; i++) {
         if (!tls[i]->ops->arm)
             continue;
@@ -25,11 +27,16 @@ void kn_tl_sleep(kn_tl_t *const *tls, int n, uint64_t timeout_ns)
             break;
         }
     }
-    if (!busy && k) {
+    if (!busy && k + nextra) {
+        for (int i = 0; i < nextra; i++)
+            fds[k + i] = (struct pollfd){.fd = extra[i], .events = POLLIN};
         int ms = (int)((timeout_ns + KN_NSEC_PER_MSEC - 1) / KN_NSEC_PER_MSEC);
-        if (poll(fds, (nfds_t)k, ms) < 0 && errno != EINTR)
+        if (poll(fds, (nfds_t)(k + nextra), ms) < 0 && errno != EINTR)
             kn_warn("poll while waiting: %m");
+        for (int i = 0; i < nextra; i++)
+            extra_ready |= fds[k + i].revents != 0;
     }
     for (int i = 0; i < k; i++)
         armed[i]->ops->disarm(armed[i]);
+    return extra_ready;
 }

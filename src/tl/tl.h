@@ -124,8 +124,10 @@ struct kn_tl {
     void *cb_arg;
 };
 
-/* Sleep in every transport that can until one of them has something or
- * timeout_ns passed.  The caller has just found nothing to do. */
-void kn_tl_sleep(kn_tl_t *const *tls, int n, uint64_t timeout_ns);
+/* Sleep in every transport that can until one of them has something, one
+ * of the extra file descriptors (nextra, at most 4) is readable, or
+ * timeout_ns passed.  The caller has just found nothing to do.  Returns
+ * whether an extra descriptor is readable. */
+int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64_t timeout_ns);
 
 #endif

@@ -409,6 +409,53 @@ static void garbage(void)
     CHECK(knit_module_unload(e) == KNIT_OK, "unload");
 }
 
+/* Waiting on a module drives point-to-point: rank 0 polls the counter
+ * while its 4 MiB send to rank 1 needs rank 0's own progress (pushed into
+ * rank 1's announced receive, one chunk per progress step, KNIT_BULK_CHUNK
+ * 1m); rank 1 adds 1 to the counter once the message is in.  Ranks beyond
+ * 1 only watch. */
+static void p2p_while_waiting(void)
+{
+    CHECK(size >= 2 && knit_local_size(ctx) >= 2, "ranks 0 and 1 must share a node (one agent, one counter)");
+    knit_module_t *m = load("counter", KNIT_MODULE_AGENT);
+    size_t n = (size_t)4 << 20;
+    unsigned char *buf = malloc(n);
+    CHECK(buf, "malloc");
+    knit_request_t *r = NULL;
+    int ready = 1;
+    if (rank == 1) {
+        /* posted (and announced) before rank 0 sends anything more to rank
+         * 1, so that rank 0 pushes into it instead of sending an RTS */
+        memset(buf, 0, n);
+        CHECK(knit_irecv(ctx, buf, n, 0, 7, 5, &r) == KNIT_OK, "irecv");
+        CHECK(knit_send(ctx, &ready, sizeof(ready), 0, 8, 5) == KNIT_OK, "ready");
+    }
+    if (rank == 0) {
+        CHECK(knit_recv(ctx, &ready, sizeof(ready), 1, 8, 5, NULL) == KNIT_OK, "ready");
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (unsigned char)(i * 7 + 3);
+        CHECK(knit_isend(ctx, buf, n, 1, 7, 5, &r) == KNIT_OK, "isend");
+        int64_t v = 0;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do { /* only module waits here: no knit_progress, no knit_test */
+            CHECK(call(m, NULL, 0, &v, sizeof(v), NULL) == KNIT_OK, "counter read");
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            CHECK(t.tv_sec - t0.tv_sec < 10, "rank 1 never got the message: module waits do not progress p2p");
+        } while (v < 1);
+        CHECK(knit_wait(&r, NULL) == KNIT_OK, "send");
+    } else if (rank == 1) {
+        CHECK(knit_wait(&r, NULL) == KNIT_OK, "recv");
+        for (size_t i = 0; i < n; i++)
+            CHECK(buf[i] == (unsigned char)(i * 7 + 3), "byte %zu", i);
+        int64_t one = 1, after = 0;
+        CHECK(call(m, &one, sizeof(one), &after, sizeof(after), NULL) == KNIT_OK && after >= 1, "counter add");
+    }
+    free(buf);
+    barrier();
+    CHECK(knit_module_unload(m) == KNIT_OK, "unload");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -474,6 +521,8 @@ int main(int argc, char **argv)
         CHECK(knit_module_unload(m) == KNIT_OK, "unload");
     } else if (!strcmp(c, "garbage")) {
         garbage();
+    } else if (!strcmp(c, "progress")) {
+        p2p_while_waiting();
     } else if (!strcmp(c, "noagent")) {
         knit_module_t *m = NULL;
         st = knit_module_load(ctx, path("echo"), KNIT_MODULE_AGENT, &m);

@@ -48,6 +48,10 @@ expect_ok offload.host_equivalence equiv
 run "$KNITRUN" -n 4 --nodes 4 --timeout 50 "$T" "$M" equiv
 expect_ok offload.host_equivalence.n4 equiv
 
+# Waiting on a module request drives point-to-point progress
+run "$KNITRUN" -n 2 --timeout 50 "$T" "$M" progress
+expect_ok offload.p2p_progress progress
+
 # Load / unload cycles leak nothing in the agents (fds, mappings, memory)
 run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" "$M" cycles 60
 expect_ok offload.load_cycles cycles
