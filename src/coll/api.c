@@ -153,7 +153,7 @@ static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
  * together and the number of times a rank must be woken, not the depth of
  * the critical path.  Measured (docs/collectives.md): the binomial
  * broadcast beats scatter+allgather there at every size, posting every
- * alltoall transfer at once beats pairwise rounds, and reduce and
+ * alltoall transfer at once beats pairwise and Bruck rounds, and reduce and
  * allreduce gain from eager sends up to a whole packet, which leave the
  * data and go on instead of waiting for the receiver to run (at 4 and 8
  * ranks on 2 cores, 64 KiB: reduce 62 -> 36 and 124 -> 97 us).  The
@@ -648,10 +648,12 @@ static knit_status_t do_alltoall(knit_comm_t *c, const void *sb, void *rb, size_
     const char *src = IN_PLACE(sb) ? save_inplace(s, rb, len * (size_t)p) : sb;
     int algo = kn_cfg.coll_alltoall;
     if (algo == 0) {
-        if (len <= kn_cfg.coll_alltoall_short && p >= 8)
+        if (crowded(s, NULL))
+            algo = 3;
+        else if (len <= kn_cfg.coll_alltoall_short && p >= 8)
             algo = 2;
         else
-            algo = len >= kn_cfg.coll_alltoall_long && !crowded(s, NULL) ? 1 : 3;
+            algo = len >= kn_cfg.coll_alltoall_long ? 1 : 3;
     }
     if (src && algo == 2) {
         alltoall_bruck(s, &c->g, src, rb, len);
