@@ -89,8 +89,15 @@ _Static_assert(sizeof(desc_t) == KN_CACHELINE, "a descriptor is one cache line")
  * initiator from the front, the helper (in its progress, when it is inside
  * a knit call) from the back, so that two cores copy instead of one.  The
  * claim word packs (generation, front, back): a helper that read a stale
- * generation can never claim a chunk of a later copy.  The initiator
- * returns only after every chunk the helper took is done.
+ * generation can never claim a chunk of a later copy.  Once every chunk is
+ * claimed, the initiator spins briefly for the helper's last chunks, then
+ * returns KNIT_INPROGRESS if the helper still copies (it does not wait on a
+ * helper that its host descheduled mid-chunk: with more ranks than cpus
+ * that wait lasted milliseconds); its progress completes the copy when the
+ * helper's count is in, and the
+ * helper rings its doorbell after every chunk in case it sleeps.  One
+ * copy per pair is published at a time; another one to the same peer
+ * meanwhile is copied alone.
  */
 typedef struct coop {
     _Atomic uint64_t claim;        /* gen:16 | front:24 | back:24 (chunk indices) */
@@ -123,6 +130,10 @@ typedef struct pair_local {
     uint64_t buf_head, cached_buf_tail;   /* producer: monotonic byte positions */
     uint64_t tail, buf_pos;               /* consumer */
     int blocked;                          /* producer: last send found no credit */
+    /* a cooperative copy towards this peer whose helper still copies */
+    kn_tl_comp_t *coop_comp;              /* NULL: none pending */
+    uint32_t coop_theirs;                 /* chunks the helper took */
+    knit_status_t coop_st;                /* the initiator's own result */
 } pair_local_t;
 
 typedef struct shm_tl {
@@ -149,6 +160,8 @@ typedef struct shm_tl {
 static volatile uint64_t probe_word = PROBE_VALUE;
 
 static int coop_help(shm_tl_t *s);
+static int coop_reap(shm_tl_t *s);
+static int coop_helper_done(shm_tl_t *s, int li);
 
 void kn_shm_segment_name(char *buf, size_t len, const char *jobid, int node)
 {
@@ -303,7 +316,7 @@ static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
 static int shm_progress(kn_tl_t *tl)
 {
     shm_tl_t *s = shm_of(tl);
-    int events = coop_help(s);
+    int events = coop_help(s) + coop_reap(s);
     for (int li = 0; li < s->p.local_size; li++) {
         if (li == s->p.local_rank)
             continue;
@@ -360,6 +373,8 @@ static int shm_pending(shm_tl_t *s)
         desc_t *d = &q->ring[q->tail & (s->ring_entries - 1)];
         if (atomic_load_explicit(&d->seq, memory_order_acquire) == (uint32_t)(q->tail + 1))
             return 1;
+        if (o->coop_comp && coop_helper_done(s, li))
+            return 1; /* our copy's helper finished */
     }
     return 0;
 }
@@ -450,6 +465,7 @@ static int coop_help(shm_tl_t *s)
             if (st != KNIT_OK)
                 atomic_store_explicit(&c->error, EIO, memory_order_relaxed);
             atomic_fetch_add_explicit(&c->helper_done, 1, memory_order_release);
+            doorbell_ring(s, li); /* the initiator may sleep on its last chunks */
             events++;
             cl = atomic_load_explicit(&c->claim, memory_order_acquire);
         }
@@ -457,12 +473,48 @@ static int coop_help(shm_tl_t *s)
     return events;
 }
 
-/* Copy with the peer's help when the block is large enough. */
-static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, uint64_t raddr, int write)
+/* The end of a cooperative copy towards li: the helper has done its part. */
+static knit_status_t coop_finish(shm_tl_t *s, int li, knit_status_t st)
+{
+    coop_t *c = &s->out[li].ctl->coop;
+    atomic_store_explicit(&c->active, 0, memory_order_release);
+    atomic_fetch_sub_explicit(&s->areas[li].help_pending, 1, memory_order_acq_rel);
+    if (st == KNIT_OK && atomic_load_explicit(&c->error, memory_order_relaxed)) {
+        kn_error("rank %d failed to copy its part of a block for this rank", s->p.first_rank + li);
+        st = KNIT_ERR_IO;
+    }
+    return st;
+}
+
+static int coop_helper_done(shm_tl_t *s, int li)
+{
+    return atomic_load_explicit(&s->out[li].ctl->coop.helper_done, memory_order_acquire) == s->out[li].coop_theirs;
+}
+
+/* Complete the cooperative copies whose helpers finished. */
+static int coop_reap(shm_tl_t *s)
+{
+    int events = 0;
+    for (int li = 0; li < s->p.local_size; li++) {
+        pair_local_t *q = &s->out[li];
+        if (!q->coop_comp || !coop_helper_done(s, li))
+            continue;
+        kn_tl_comp_t *comp = q->coop_comp;
+        q->coop_comp = NULL;
+        comp->cb(comp, coop_finish(s, li, q->coop_st));
+        events++;
+    }
+    return events;
+}
+
+/* Copy with the peer's help when the block is large enough; comp NULL:
+ * return only when the copy is complete. */
+static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, uint64_t raddr, int write,
+                              kn_tl_comp_t *comp)
 {
     int li = local_index(s, peer);
     pid_t pid = peer_pid(s, li);
-    if (!s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li])
+    if (!s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li] || s->out[li].coop_comp)
         return cma_raw(pid, peer, local, len, raddr, write);
     coop_t *c = &s->out[li].ctl->coop;
     uint32_t nchunks = (uint32_t)((len + s->coop_chunk - 1) / s->coop_chunk);
@@ -497,35 +549,34 @@ static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, ui
         mine++;
         cl = atomic_load_explicit(&c->claim, memory_order_acquire);
     }
-    /* every chunk is claimed: wait for the helper's last ones */
-    uint32_t theirs = nchunks - mine;
-    for (unsigned spins = 0; atomic_load_explicit(&c->helper_done, memory_order_acquire) != theirs; spins++) {
-        if (spins < 1000)
+    /* every chunk is claimed: the helper's last ones complete later */
+    s->out[li].coop_theirs = nchunks - mine;
+    for (unsigned spins = 0; !coop_helper_done(s, li); spins++) {
+        if (spins < 1000) { /* a running helper ends its chunk about when we do */
             kn_cpu_relax();
-        else
+        } else if (comp) { /* a descheduled one: progress completes the copy */
+            s->out[li].coop_comp = comp;
+            s->out[li].coop_st = st;
+            return KNIT_INPROGRESS;
+        } else {
             sched_yield();
+        }
     }
-    atomic_store_explicit(&c->active, 0, memory_order_release);
-    atomic_fetch_sub_explicit(&a->help_pending, 1, memory_order_acq_rel);
-    if (st == KNIT_OK && atomic_load_explicit(&c->error, memory_order_relaxed)) {
-        kn_error("rank %d failed to copy its part of a block for this rank", peer);
-        st = KNIT_ERR_IO;
-    }
-    return st;
+    return coop_finish(s, li, st);
 }
 
 static knit_status_t shm_get(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr, uint64_t rkey,
                              kn_tl_comp_t *comp)
 {
-    (void)rkey, (void)comp;
-    return cma_copy(shm_of(tl), peer, local, len, raddr, 0);
+    (void)rkey;
+    return cma_copy(shm_of(tl), peer, local, len, raddr, 0, comp);
 }
 
 static knit_status_t shm_put(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
                              uint64_t rkey, kn_tl_comp_t *comp)
 {
-    (void)rkey, (void)comp;
-    return cma_copy(shm_of(tl), peer, (void *)local, len, raddr, 1);
+    (void)rkey;
+    return cma_copy(shm_of(tl), peer, (void *)local, len, raddr, 1, comp);
 }
 
 static void shm_destroy(kn_tl_t *tl)
