@@ -60,6 +60,18 @@ void kn_alg_bcast_binomial(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t l
     kn_sched_round(s);
 }
 
+void kn_alg_bcast_linear(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t len, int root, int sub)
+{
+    int p = g->size, r = g->rank;
+    if (r == root) {
+        for (int k = 1; k < p; k++)
+            kn_sched_send(s, g, (r + k) % p, buf, len, sub);
+    } else {
+        kn_sched_recv(s, g, root, buf, len, sub);
+    }
+    kn_sched_round(s);
+}
+
 /* byte range of chunks [a, b) of len bytes cut in chunks of cs */
 static size_t clampz(size_t x, size_t len) { return x < len ? x : len; }
 
@@ -208,6 +220,32 @@ void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t 
 }
 
 /* ------------------------------------------------------------ reduce */
+
+void kn_alg_reduce_linear(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, void *rbuf, size_t count, int root,
+                          int sub)
+{
+    int p = g->size, r = g->rank;
+    size_t bytes = count * kn_coll_esize(s);
+    if (r != root) {
+        kn_sched_send(s, g, root, sbuf, bytes, sub);
+        kn_sched_round(s);
+        return;
+    }
+    /* slot q holds rank q's input (mine copied: sbuf may be rbuf) */
+    char *in = kn_sched_alloc(s, (size_t)p * bytes);
+    if (!in)
+        return;
+    for (int q = 0; q < p; q++)
+        if (q != r)
+            kn_sched_recv(s, g, q, in + (size_t)q * bytes, bytes, sub);
+    kn_sched_copy(s, sbuf, in + (size_t)r * bytes, bytes);
+    kn_sched_round(s);
+    /* x0 op (x1 op (... op x(p-1))): rank order, one association */
+    kn_sched_copy(s, in + (size_t)(p - 1) * bytes, rbuf, bytes);
+    for (int q = p - 2; q >= 0; q--)
+        kn_sched_reduce(s, in + (size_t)q * bytes, rbuf, count);
+    kn_sched_round(s);
+}
 
 void kn_alg_reduce_binomial(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, void *rbuf, size_t count,
                             int root, int sub)

@@ -115,6 +115,34 @@ static int local_index(const knit_comm_t *c, int cr)
 
 /* ------------------------------------------------------------ barrier */
 
+/* More ranks than cores on this host: what counts is the work all ranks do
+ * together and the number of times a rank must be woken, not the depth of
+ * the critical path.  Measured (docs/collectives.md): the binomial
+ * broadcast beats scatter+allgather there at every size, posting every
+ * alltoall transfer at once beats pairwise and Bruck rounds, and reduce and
+ * allreduce gain from eager sends up to a whole packet, which leave the
+ * data and go on instead of waiting for the receiver to run (at 4 and 8
+ * ranks on 2 cores, 64 KiB: reduce 62 -> 36 and 124 -> 97 us).  The
+ * broadcast gains as much at 2 ranks per core and loses at 4 (64 KiB: 33
+ * -> 19 us, but 67 -> 130 us), where eager copies pile up at receivers
+ * that are not running. */
+static int crowded(const kn_sched_t *s, int *ranks_per_core)
+{
+    kn_p2p_limits_t l;
+    kn_p2p_get_limits(kn_coll_p2p(s->coll), &l);
+    if (ranks_per_core)
+        *ranks_per_core = l.ncpus > 0 ? (l.host_procs + l.ncpus - 1) / l.ncpus : 1;
+    return l.oversubscribed;
+}
+
+/* Reductions on a crowded host go flat up to these sizes: every rank sends
+ * to the root at once and is done, so one wake-up of the root, instead of
+ * one per tree level, separates the first send from the result (8 ranks on
+ * 2 cpus: reduce 8 B 13.0 -> 4.3 us, 64 KiB 96 -> 89; allreduce 8 B 19.7
+ * -> 11.4, 16 KiB 66 -> 43; beyond these, the trees win). */
+#define CROWDED_REDUCE_FLAT_MAX (64 * 1024)
+#define CROWDED_ALLREDUCE_FLAT_MAX (16 * 1024)
+
 static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 {
     CHECK(member(c));
@@ -122,7 +150,10 @@ static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
     if (!s)
         return KNIT_ERR_NOMEM;
     int algo = kn_cfg.coll_barrier;
-    if (algo == 2 || (algo == 0 && node_aware(c, 0))) {
+    /* crowded, more than 4 ranks: in to one leader and out again is 2
+     * rounds where dissemination takes log2(p) (8 ranks on 2 cpus: 12 vs
+     * 19 us); the node form is exactly that on one node */
+    if (algo == 2 || (algo == 0 && (node_aware(c, 0) || (c->g.size > 4 && crowded(s, NULL))))) {
         /* in to the leader, leaders' barrier, out from the leader */
         const kn_grp_t *l = &c->local;
         if (l->rank == 0) {
@@ -148,26 +179,6 @@ static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 }
 
 /* ------------------------------------------------------------ bcast */
-
-/* More ranks than cores on this host: what counts is the work all ranks do
- * together and the number of times a rank must be woken, not the depth of
- * the critical path.  Measured (docs/collectives.md): the binomial
- * broadcast beats scatter+allgather there at every size, posting every
- * alltoall transfer at once beats pairwise and Bruck rounds, and reduce and
- * allreduce gain from eager sends up to a whole packet, which leave the
- * data and go on instead of waiting for the receiver to run (at 4 and 8
- * ranks on 2 cores, 64 KiB: reduce 62 -> 36 and 124 -> 97 us).  The
- * broadcast gains as much at 2 ranks per core and loses at 4 (64 KiB: 33
- * -> 19 us, but 67 -> 130 us), where eager copies pile up at receivers
- * that are not running. */
-static int crowded(const kn_sched_t *s, int *ranks_per_core)
-{
-    kn_p2p_limits_t l;
-    kn_p2p_get_limits(kn_coll_p2p(s->coll), &l);
-    if (ranks_per_core)
-        *ranks_per_core = l.ncpus > 0 ? (l.host_procs + l.ncpus - 1) / l.ncpus : 1;
-    return l.oversubscribed;
-}
 
 static void eager_when_crowded(kn_sched_t *s, int max_per_core)
 {
@@ -216,6 +227,10 @@ static void reduce_flat(kn_sched_t *s, const kn_grp_t *g, const void *sb, void *
 {
     int algo = kn_cfg.coll_reduce;
     size_t bytes = count * kn_coll_esize(s);
+    if (algo == 4 || (algo == 0 && g->size > 2 && bytes <= CROWDED_REDUCE_FLAT_MAX && crowded(s, NULL))) {
+        kn_alg_reduce_linear(s, g, sb, rb, count, root, sub);
+        return;
+    }
     /* 2 ranks: the binomial reduce is one transfer and one reduction, with
      * no copy of the input; halving moves as much and copies it */
     if (kn_coll_commutative(s) && g->size > 1 &&
@@ -270,6 +285,11 @@ static void allreduce_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t c
     int algo = kn_cfg.coll_allreduce;
     size_t bytes = count * kn_coll_esize(s);
     int comm = kn_coll_commutative(s), p = g->size;
+    if (algo == 5 || (algo == 0 && p > 2 && bytes <= CROWDED_ALLREDUCE_FLAT_MAX && crowded(s, NULL))) {
+        kn_alg_reduce_linear(s, g, src ? src : buf, buf, count, 0, sub);
+        kn_alg_bcast_linear(s, g, buf, bytes, 0, sub);
+        return;
+    }
     if (algo == 0) {
         if (bytes < kn_cfg.coll_allreduce_short || count < (size_t)p)
             algo = 1;

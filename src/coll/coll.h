@@ -152,6 +152,11 @@ void kn_alg_bcast_scatter_allgather(kn_sched_t *s, const kn_grp_t *g, void *buf,
                                     int sub);
 /* Reduce count elements of sbuf into rbuf at root (rbuf may be NULL
  * elsewhere); sbuf == rbuf allowed at the root. */
+/* Every rank sends to the root, which combines in rank order (any op). */
+void kn_alg_reduce_linear(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, void *rbuf, size_t count, int root,
+                          int sub);
+/* The root sends buf to every other rank. */
+void kn_alg_bcast_linear(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t len, int root, int sub);
 void kn_alg_reduce_binomial(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, void *rbuf, size_t count,
                             int root, int sub);
 void kn_alg_reduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, const void *sbuf, void *rbuf,
