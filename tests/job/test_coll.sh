@@ -47,7 +47,7 @@ run nb.n4.block 120 -n 4 -x KNIT_WAIT=block "$PROG" nb 5
 
 # every algorithm forced, at process counts with and without remainders
 forced=(BARRIER=dissemination BARRIER=node
-        BCAST=binomial BCAST=scatter_allgather BCAST=node
+        BCAST=binomial BCAST=scatter_allgather BCAST=node BCAST=linear
         REDUCE=binomial REDUCE=rabenseifner REDUCE=node REDUCE=linear
         ALLREDUCE=recursive_doubling ALLREDUCE=rabenseifner ALLREDUCE=ring ALLREDUCE=node ALLREDUCE=linear
         ALLGATHER=recursive_doubling ALLGATHER=bruck ALLGATHER=ring
