@@ -40,6 +40,15 @@ else
     fail netns.offload.daemons "status $RC, left: '$inns', $(grep -c 'daemon' "$ERR") daemon lines"
 fi
 
+# KNIT_STATS: both hosts' agents report at the end of the job (the second
+# one's report travels through its proxy once knitrun has hung up)
+run "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 -x KNIT_STATS=1 "$T" "$M" stats
+if [ "$RC" -eq 0 ] && grep -q 'knit\[agent 0\] stats: rank 0 ' "$ERR" && grep -q 'knit\[agent 1\] stats: rank 1 ' "$ERR"; then
+    pass netns.offload.stats
+else
+    fail netns.offload.stats "status $RC, reports: '$(grep 'stats:' "$ERR" | tr '\n' '|')'"
+fi
+
 # an agent on the second host dies: the job ends saying so
 run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 50 "$T" "$M" killagent
 if [ "$RC" -ne 0 ] && [ "$(verdicts)" = "knitrun: agent on node 1 died (lost its connection to knitrun)" ]; then

@@ -81,7 +81,14 @@ static void end_job(const char *why)
     int n = running();
     if (n)
         kn_warn("%s: killing %d rank%s", why, n, n == 1 ? "" : "s");
-    kill_all(SIGKILL);
+    /* the ranks at once; the daemons get SIGTERM, on which they print their
+     * reports (KNIT_STATS) and exit (the give-up timer covers one that
+     * does not) */
+    for (int i = 0; i < P.count; i++)
+        kp_signal(&P.ranks[i], SIGKILL);
+    kp_signal_orphans(SIGKILL);
+    for (int i = 0; i < P.ndaemons; i++)
+        kp_signal(&P.daemons[i], SIGTERM);
     kl_timer_arm(&P.give_up, kn_cfg.kill_grace ? 2 * kn_cfg.kill_grace : 1);
 }
 
@@ -141,15 +148,26 @@ static void rank_exit(kproc_t *p, int status)
 }
 
 /* Daemons report through their own bootstrap connection; their output
- * goes out as the output of the host's first rank (it names them). */
+ * goes out as the output of the host's first rank (it names them).  Once
+ * knitrun has closed the connection (the job is over and the daemons
+ * print their KNIT_STATS reports as they exit), it goes to this proxy's
+ * own output, which the launcher carries back to knitrun. */
 static void daemon_output(kproc_t *p, int stream, const char *buf, size_t n)
 {
     uint8_t h[8];
     kn_boot_put32(h, (uint32_t)P.first);
     kn_boot_put32(h + 4, (uint32_t)stream);
     (void)p;
-    if (P.conn)
+    if (P.conn) {
         kc_send(P.conn, KN_BOOT_OUTPUT, h, 8, buf, n);
+        return;
+    }
+    for (size_t done = 0; done < n;) {
+        ssize_t w = write(stream == 1 ? 1 : 2, buf + done, n - done);
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
 }
 
 static void daemon_exit(kproc_t *p, int status)
