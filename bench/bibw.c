@@ -13,17 +13,9 @@
 
 static const char *const NAME = "bibw";
 
-struct run {
-    const bench_pair_t *p;
-    void *sbuf, *rbuf;
-    size_t size;
-    int window;
-    bp_req_t *reqs;
-};
-
 static double kernel(void *arg, long n)
 {
-    struct run *r = arg;
+    bench_window_t *r = arg;
     int peer = r->p->peer, w = r->window;
     double t0 = bp_time();
     for (long i = 0; i < n; i++) {
@@ -45,11 +37,7 @@ int main(int argc, char **argv)
     bench_pair(&p);
     bench_header(&o, &p, NAME);
 
-    size_t maxs = o.sizes[o.nsizes - 1];
-    struct run r = {&p, bench_alloc(maxs), bench_alloc(maxs), 0, o.window,
-                    calloc(2 * (size_t)o.window, sizeof(bp_req_t))};
-    if (!r.reqs)
-        bp_abort("bibw: out of memory");
+    bench_window_t r = bench_window_new(&o, &p, 2, NAME);
     for (int si = 0; si < o.nsizes; si++) {
         bp_barrier();
         if (p.peer < 0)
@@ -73,9 +61,7 @@ int main(int argc, char **argv)
     bp_barrier();
     if (p.report)
         bench_table(NAME, "bandwidth", "MB/s");
-    free(r.reqs);
-    bench_free(r.sbuf, maxs);
-    bench_free(r.rbuf, maxs);
+    bench_window_free(&r, &o);
     bp_finalize();
     return 0;
 }

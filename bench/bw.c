@@ -24,11 +24,7 @@ int main(int argc, char **argv)
     bench_pair(&p);
     bench_header(&o, &p, NAME);
 
-    size_t maxs = o.sizes[o.nsizes - 1];
-    bench_window_t r = {&p, bench_alloc(maxs), bench_alloc(maxs), 0, o.window,
-                    calloc((size_t)o.window, sizeof(bp_req_t))};
-    if (!r.reqs)
-        bp_abort("bw: out of memory");
+    bench_window_t r = bench_window_new(&o, &p, 1, NAME);
     for (int si = 0; si < o.nsizes; si++) {
         bp_barrier();
         if (p.peer < 0)
@@ -55,9 +51,7 @@ int main(int argc, char **argv)
     bp_barrier();
     if (p.report)
         bench_table(NAME, "bandwidth", "MB/s");
-    free(r.reqs);
-    bench_free(r.sbuf, maxs);
-    bench_free(r.rbuf, maxs);
+    bench_window_free(&r, &o);
     bp_finalize();
     return 0;
 }

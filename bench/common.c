@@ -510,6 +510,27 @@ void bench_window_check(const bench_pair_t *p, size_t size, int window, int both
     bench_pair_sync(p);
 }
 
+bench_window_t bench_window_new(const bench_opts_t *o, const bench_pair_t *p, int per_slot, const char *bench)
+{
+    size_t maxs = o->sizes[o->nsizes - 1];
+    bench_window_t r = {p, bench_alloc(maxs), bench_alloc(maxs), 0, o->window,
+                        calloc((size_t)per_slot * (size_t)o->window, sizeof(bp_req_t))};
+    if (!r.reqs) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "%s: out of memory", bench);
+        bp_abort(msg);
+    }
+    return r;
+}
+
+void bench_window_free(bench_window_t *r, const bench_opts_t *o)
+{
+    size_t maxs = o->sizes[o->nsizes - 1];
+    free(r->reqs);
+    bench_free(r->sbuf, maxs);
+    bench_free(r->rbuf, maxs);
+}
+
 double bench_window_kernel(void *arg, long n)
 {
     bench_window_t *r = arg;

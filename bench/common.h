@@ -90,6 +90,10 @@ typedef struct bench_window {
     bp_req_t *reqs;
 } bench_window_t;
 double bench_window_kernel(void *arg, long n);
+/* Buffers for the largest size of o and per_slot * o->window requests
+ * (aborts when out of memory); bench_window_free gives them back. */
+bench_window_t bench_window_new(const bench_opts_t *o, const bench_pair_t *p, int per_slot, const char *bench);
+void bench_window_free(bench_window_t *r, const bench_opts_t *o);
 
 void *bench_alloc(size_t len);
 void bench_free(void *p, size_t len);

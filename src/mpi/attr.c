@@ -317,30 +317,21 @@ static int attr_delete(int kind, int h, kn_mpi_attr_t **list, kn_mpi_comm_t *c, 
 int MPI_Comm_set_attr(MPI_Comm comm, int keyval, void *attribute_val)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     return attr_set(KN_K_COMM, comm, &c->attrs, c, keyval, attribute_val, __func__);
 }
 
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     return attr_get(KN_K_COMM, &c->attrs, c, keyval, attribute_val, flag, __func__);
 }
 
 int MPI_Comm_delete_attr(MPI_Comm comm, int keyval)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     return attr_delete(KN_K_COMM, comm, &c->attrs, c, keyval, __func__);
 }
 

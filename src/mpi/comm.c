@@ -295,10 +295,7 @@ static int make_child(kn_mpi_comm_t *parent, const int *ranks, int n, uint32_t c
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     if (!size)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "size is NULL");
     *size = c->size;
@@ -308,10 +305,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     if (!rank)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "rank is NULL");
     *rank = c->rank;
@@ -321,10 +315,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     if (!flag)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "flag is NULL");
     *flag = 0; /* knit has intracommunicators only */
@@ -334,10 +325,7 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
 int MPI_Comm_remote_size(MPI_Comm comm, int *size)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     (void)size;
     return kn_mpi_error(c, __func__, MPI_ERR_COMM, "%s is not an intercommunicator", kn_mpi_comm_label(c));
 }
@@ -345,10 +333,7 @@ int MPI_Comm_remote_size(MPI_Comm comm, int *size)
 int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     (void)group;
     return kn_mpi_error(c, __func__, MPI_ERR_COMM, "%s is not an intercommunicator", kn_mpi_comm_label(c));
 }
@@ -356,10 +341,7 @@ int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     if (!comm_name)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "comm_name is NULL");
     snprintf(c->name, sizeof(c->name), "%s", comm_name);
@@ -369,10 +351,7 @@ int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     if (!comm_name || !resultlen)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "NULL argument");
     snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", c->name);
@@ -399,10 +378,7 @@ int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
 int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     if (!info_used)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "info_used is NULL");
     if (c->info != MPI_INFO_NULL)
@@ -540,10 +516,7 @@ static int split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, const 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     return split(c, color, key, newcomm, __func__);
 }
 
@@ -694,10 +667,7 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
 int MPI_Topo_test(MPI_Comm comm, int *status)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     if (!status)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "status is NULL");
     *status = MPI_UNDEFINED; /* no topologies are attached */

@@ -210,10 +210,7 @@ int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     if (!errhandler)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "errhandler is NULL");
     kn_mpi_errh_t *e = kn_mpi_tbl_get(&kn_mpi.errhs, c->errh);
@@ -249,10 +246,7 @@ int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler 
 int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)
 {
     KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
+    KN_MPI_COMM_ARG(c, comm);
     kn_mpi_error(c, __func__, errorcode, "called by the program");
     return MPI_SUCCESS;
 }

@@ -221,6 +221,15 @@ static inline kn_mpi_type_t *kn_mpi_type(MPI_Datatype h)
 }
 /* Lookups that raise the error themselves (NULL: error raised, *err set). */
 kn_mpi_comm_t *kn_mpi_comm_arg(MPI_Comm h, const char *fn, int *err);
+/* In an MPI entry point: declare var, the communicator behind handle h,
+ * or return the error kn_mpi_comm_arg raised. */
+#define KN_MPI_COMM_ARG(var, h)                                  \
+    kn_mpi_comm_t *var;                                          \
+    do {                                                         \
+        int e_;                                                  \
+        if (!(var = kn_mpi_comm_arg((h), __func__, &e_)))        \
+            return e_;                                           \
+    } while (0)
 /* A datatype usable for communication: valid and committed. */
 kn_mpi_type_t *kn_mpi_type_arg(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err);
 

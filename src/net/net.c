@@ -43,7 +43,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,19 +185,7 @@ static inline net_tl_t *net_of(kn_tl_t *tl)
     return (net_tl_t *)tl;
 }
 
-static void net_fatal(net_tl_t *n, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-static void net_fatal(net_tl_t *n, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    kn_error("%s", msg);
-    if (n->p.fatal)
-        n->p.fatal(n->p.fatal_arg, msg);
-    abort();
-}
+#define net_fatal(n, ...) kn_fatal((n)->p.fatal, (n)->p.fatal_arg, __VA_ARGS__)
 
 /* ---------------------------------------------------- registration cache */
 

@@ -1154,6 +1154,23 @@ static void dispatch_request(kn_dreq_t *r, const void *args, uint64_t len)
     run_protected(in, &c);
 }
 
+/* The record of a request from a rank of this node (NULL: it was failed
+ * with KNIT_ERR_NOMEM already). */
+static kn_dreq_t *local_req(kn_inst_t *in, int slot, int32_t rank, uint64_t rank_id)
+{
+    kn_dreq_t *r = req_new(in);
+    if (!r) {
+        kn_dreq_t tmp = {.origin = -1, .slot = slot, .rank = rank, .rank_id = rank_id};
+        D.hooks->complete(&tmp, KNIT_ERR_NOMEM, NULL, 0);
+        return NULL;
+    }
+    r->origin = -1;
+    r->slot = slot;
+    r->rank = rank;
+    r->rank_id = rank_id;
+    return r;
+}
+
 void kn_d_request(uint32_t mod, int slot, int32_t rank, uint64_t rank_id, const void *args, uint64_t len)
 {
     kn_inst_t *in = kn_d_inst(mod);
@@ -1167,15 +1184,9 @@ void kn_d_request(uint32_t mod, int slot, int32_t rank, uint64_t rank_id, const 
         D.hooks->complete(&tmp, in->faulted ? KNIT_ERR_MODULE_FAULT : KNIT_ERR_STATE, m, strlen(m) + 1);
         return;
     }
-    kn_dreq_t *r = req_new(in);
-    if (!r) {
-        D.hooks->complete(&tmp, KNIT_ERR_NOMEM, NULL, 0);
+    kn_dreq_t *r = local_req(in, slot, rank, rank_id);
+    if (!r)
         return;
-    }
-    r->origin = -1;
-    r->slot = slot;
-    r->rank = rank;
-    r->rank_id = rank_id;
     if (in->placement == KNIT_MOD_AT_SWITCH) {
         send_msg(D.g.nnodes, W_REQ, mod, r->token, (uint32_t)rank, args, len, NULL, 0);
         return;
@@ -1206,16 +1217,9 @@ void kn_d_request_builtin(int slot, int32_t rank, uint64_t rank_id)
         kn_list_init(&builtin.reqs);
         kn_list_init(&builtin.allocs);
     }
-    kn_dreq_t *r = req_new(&builtin);
-    if (!r) {
-        kn_dreq_t tmp = {.origin = -1, .slot = slot, .rank = rank, .rank_id = rank_id};
-        D.hooks->complete(&tmp, KNIT_ERR_NOMEM, NULL, 0);
+    kn_dreq_t *r = local_req(&builtin, slot, rank, rank_id);
+    if (!r)
         return;
-    }
-    r->origin = -1;
-    r->slot = slot;
-    r->rank = rank;
-    r->rank_id = rank_id;
     knit_mod_request_t q = {.token = r->token, .rank = rank, .node = D.g.self};
     builtin_desc.on_request(&builtin, &q, NULL);
 }

@@ -35,7 +35,6 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,18 +158,7 @@ struct kn_p2p {
 
 /* ------------------------------------------------------------ helpers */
 
-static void fatal(struct kn_p2p *p2p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fatal(struct kn_p2p *p2p, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    kn_error("%s", msg);
-    p2p->p.fatal(p2p->p.fatal_arg, msg);
-    abort(); /* fatal must not return */
-}
+#define fatal(p2p, ...) kn_fatal((p2p)->p.fatal, (p2p)->p.fatal_arg, __VA_ARGS__)
 
 static inline uint64_t req_id(const knit_request_t *r)
 {

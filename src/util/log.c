@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,4 +54,17 @@ void kn_log(int level, const char *fmt, ...)
     va_start(ap, fmt);
     kn_vlog(level, fmt, ap);
     va_end(ap);
+}
+
+void kn_fatal(void (*handler)(void *arg, const char *msg), void *arg, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    kn_error("%s", msg);
+    if (handler)
+        handler(arg, msg);
+    abort(); /* the handler must not return */
 }

@@ -25,6 +25,10 @@ const char *kn_log_prefix(void);
 void kn_log_set_level(int level);
 void kn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kn_vlog(int level, const char *fmt, va_list ap);
+/* A fatal error of a layer: log it, hand the message to the layer's
+ * handler (which ends the job; NULL: none), and abort should it return. */
+void kn_fatal(void (*handler)(void *arg, const char *msg), void *arg, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
 
 #define KN_LOG_AT(lvl, ...)                                   \
     do {                                                      \

@@ -2,33 +2,15 @@
 # The MPI subset: each program of tests/mpi run through knitrun at several
 # process counts on 1 and 2 emulated nodes; the fatal error messages; knitcc
 # from the build tree and from an installed tree.  Lines: PASS/FAIL/SKIP.
-set -u
-: "${BUILD:=build}"
-ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-cd "$ROOT"
-KNITRUN=$ROOT/$BUILD/bin/knitrun
-BIN=$ROOT/$BUILD/tests/mpi
+SUITE=mpi
+source "$(dirname "$0")/lib.sh"
 TMP=$(mktemp -d /tmp/knit-mpi-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-fails=0
 
-pass() { echo "PASS mpi.$1"; }
-fail() { echo "FAIL mpi.$1: $2"; fails=$((fails + 1)); }
-skip() { echo "SKIP mpi.$1: $2"; }
-
-# job NAME NP NODES PROG [ARGS]: passes when the job exits 0 and rank 0
-# printed "ok"
+# job NAME NP NODES PROG [ARGS]
 job() {
     local name=$1 np=$2 nodes=$3 prog=$4; shift 4
-    local out rc
-    out=$("$KNITRUN" --timeout 120 -n "$np" --nodes "$nodes" "$BIN/$prog" "$@" 2>&1)
-    rc=$?
-    if [ $rc -eq 0 ] && grep -q "^ok " <<<"$out"; then
-        pass "$name"
-    else
-        fail "$name" "exit $rc"
-        echo "$out" | tail -n 12
-    fi
+    check_job "$name" "$KNITRUN" --timeout 120 -n "$np" --nodes "$nodes" "$BIN/$prog" "$@"
 }
 
 # Two emulated nodes need the network transport: find out once.

@@ -2,31 +2,13 @@
 # The MPI collectives (src/mpi/coll.c): tests/mpi/mpi_coll*.c run through
 # knitrun at 1..8 ranks on 1, 2 and 3 emulated nodes, and with the native
 # algorithms forced one by one.  Lines: PASS/FAIL/SKIP.
-set -u
-: "${BUILD:=build}"
-ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-cd "$ROOT"
-KNITRUN=$ROOT/$BUILD/bin/knitrun
-BIN=$ROOT/$BUILD/tests/mpi
-fails=0
+SUITE=mpi_coll
+source "$(dirname "$0")/lib.sh"
 
-pass() { echo "PASS mpi_coll.$1"; }
-fail() { echo "FAIL mpi_coll.$1: $2"; fails=$((fails + 1)); }
-skip() { echo "SKIP mpi_coll.$1: $2"; }
-
-# job NAME NP NODES PROG [KNITRUN-OPTIONS]: passes when the job exits 0 and
-# rank 0 printed "ok"
+# job NAME NP NODES PROG [KNITRUN-OPTIONS]
 job() {
     local name=$1 np=$2 nodes=$3 prog=$4; shift 4
-    local out rc
-    out=$("$KNITRUN" --timeout 120 -n "$np" --nodes "$nodes" "$@" "$BIN/$prog" 2>&1)
-    rc=$?
-    if [ $rc -eq 0 ] && grep -q "^ok " <<<"$out"; then
-        pass "$name"
-    else
-        fail "$name" "exit $rc"
-        echo "$out" | tail -n 12
-    fi
+    check_job "$name" "$KNITRUN" --timeout 120 -n "$np" --nodes "$nodes" "$@" "$BIN/$prog"
 }
 
 for prog in coll coll_nb coll_err; do
