@@ -6,7 +6,9 @@
  *   len <= inline_max       INLINE  payload in the queue entry
  *   len <= eager_max        EAGER   payload in a queue slot
  *   larger, or synchronous  rendezvous:
- *     receive posted first and announced (RTR) to the sender:
+ *     receive posted first and announced (RTR) to the sender (where the
+ *     transport's put is as cheap as its get: between nodes, see
+ *     KNIT_RNDV_PUSH):
  *         the sender pushes (tl put) into the receive buffer, then PUSHED
  *     otherwise the sender sends RTS (its buffer's address); at the match
  *     the receiver pulls (tl get) and sends FIN, or, without RMA to that
@@ -812,7 +814,8 @@ static void maybe_announce(struct kn_p2p *p2p, knit_request_t *r)
     if (r->peer == KNIT_ANY_SOURCE || r->len <= p2p->lim.eager_max || r->peer == p2p->p.rank)
         return;
     kn_tl_t *tl = kn_p2p_tl_of(p2p, r->peer);
-    if (!(tl->ops->caps(tl, r->peer) & KN_TL_CAP_RMA))
+    if (!(tl->ops->caps(tl, r->peer) & KN_TL_CAP_RMA) || p2p->lim.rndv_push == 2 ||
+        (p2p->lim.rndv_push == 0 && tl->pull_preferred))
         return;
     /* Every earlier receive that could take the sender's next message must
      * be announced too, at the same message count, so that the sender's
@@ -1246,6 +1249,7 @@ knit_status_t kn_p2p_create(const kn_p2p_params_t *p, struct kn_p2p **out)
     l->eager_max = kn_cfg.eager_max;
     l->cma_min = kn_cfg.cma_min;
     l->bulk_chunk = kn_cfg.bulk_chunk ? kn_cfg.bulk_chunk : 1;
+    l->rndv_push = kn_cfg.rndv_push;
     l->ncpus = count_cpus();
     l->oversubscribed = 0;
     l->host_procs = 1;

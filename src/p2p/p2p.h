@@ -47,6 +47,7 @@ typedef struct kn_p2p_limits {
     int oversubscribed;
     int ncpus;
     int host_procs;        /* ranks sharing this host's cpus (KNIT_HOST_PROCS) */
+    int rndv_push;         /* KNIT_RNDV_PUSH: 0 auto, 1 on, 2 off */
 } kn_p2p_limits_t;
 void kn_p2p_get_limits(const kn_p2p_t *p2p, kn_p2p_limits_t *l);
 

@@ -716,6 +716,9 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
     s->base.max_inline = DESC_INLINE;
     s->base.max_payload = s->buf_size / 4;
     s->base.bulk_inflight = 1;
+    /* the receiver's process_vm_readv writes into its own cache; a push
+     * writes into lines another cpu holds (measured: docs/protocols.md) */
+    s->base.pull_preferred = 1;
     s->coop_chunk = p->coop_chunk;
     s->base.recv_cb = cb;
     s->base.cb_arg = cb_arg;

@@ -120,6 +120,7 @@ struct kn_tl {
     size_t max_inline;   /* payload bytes carried in the descriptor itself */
     size_t max_payload;  /* largest payload of one packet */
     unsigned bulk_inflight; /* bulk copies worth keeping in flight per transfer */
+    int pull_preferred;  /* get is cheaper than put: receives need no announcing */
     kn_tl_recv_cb_t recv_cb;
     void *cb_arg;
 };

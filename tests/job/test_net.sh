@@ -51,6 +51,11 @@ done
 run many.mixed.oversubscribed 120 -n 8 --nodes 2 "$PROG" many
 run many.mixed.wait_block 60 -n 4 --nodes 2 -x KNIT_WAIT=block "$PROG" many
 # the network within a node
+# between nodes without announcements: the receiver always pulls (fi_read)
+run sizes.2nodes.pull 120 -n 2 --nodes 2 -x KNIT_RNDV_PUSH=off "$PROG" sizes 16m
+for c in probe match; do
+    run "$c.mixed.pull" 60 -n 4 --nodes 2 -x KNIT_RNDV_PUSH=off "$PROG" "$c"
+done
 run sizes.net_only 120 -n 2 -x KNIT_NET_ONLY=1 "$PROG" sizes 64m
 run match.net_only 60 -n 4 -x KNIT_NET_ONLY=1 "$PROG" match
 # the same code on other providers

@@ -33,6 +33,12 @@ for c in truncate match many self probe args; do
     run "$c.n4" 60 -n 4 "$PROG" "$c"
 done
 run match.n8 120 -n 8 "$PROG" match
+# within a node the receiver pulls; the sender's push into announced
+# receives (the default between nodes) is kept working here too
+run sizes.n2.push 120 -n 2 -x KNIT_RNDV_PUSH=on "$PROG" sizes 64m
+for c in truncate match many probe; do
+    run "$c.n4.push" 60 -n 4 -x KNIT_RNDV_PUSH=on "$PROG" "$c"
+done
 run truncate.cma_off 60 -n 2 -x KNIT_CMA=off "$PROG" truncate
 run probe.cma_off 60 -n 2 -x KNIT_CMA=off "$PROG" probe
 run flood.n3 120 -n 3 "$PROG" flood 10000
