@@ -134,7 +134,23 @@ void kn_alg_allgatherv_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, const s
         kn_sched_copy(s, own, buf + off[r], len[r]);
 }
 
-void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub)
+void kn_alg_allgatherv_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, const size_t *len,
+                              const size_t *off, const char *own, int sub)
+{
+    int p = g->size, r = g->rank;
+    for (int k = 1; k < p; k++) {
+        int i = (r - k + p) % p;
+        kn_sched_recv(s, g, i, buf + off[i], len[i], sub);
+    }
+    for (int k = 1; k < p; k++)
+        kn_sched_send(s, g, (r + k) % p, own ? own : buf + off[r], len[r], sub);
+    if (own)
+        kn_sched_copy(s, own, buf + off[r], len[r]);
+    kn_sched_round(s);
+}
+
+void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub,
+                           int linear)
 {
     int p = g->size;
     size_t *off = kn_sched_alloc(s, 2 * (size_t)p * sizeof(size_t));
@@ -144,7 +160,7 @@ void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t l
         off[i] = (size_t)i * len;
         off[p + i] = len;
     }
-    kn_alg_allgatherv_ring(s, g, buf, off + p, off, own, sub);
+    (linear ? kn_alg_allgatherv_linear : kn_alg_allgatherv_ring)(s, g, buf, off + p, off, own, sub);
 }
 
 /* first original rank of folded rank nr (see the remainder scheme) */

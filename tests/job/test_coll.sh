@@ -50,7 +50,7 @@ forced=(BARRIER=dissemination BARRIER=node
         BCAST=binomial BCAST=scatter_allgather BCAST=node BCAST=linear
         REDUCE=binomial REDUCE=rabenseifner REDUCE=node REDUCE=linear
         ALLREDUCE=recursive_doubling ALLREDUCE=rabenseifner ALLREDUCE=ring ALLREDUCE=node ALLREDUCE=linear
-        ALLGATHER=recursive_doubling ALLGATHER=bruck ALLGATHER=ring
+        ALLGATHER=recursive_doubling ALLGATHER=bruck ALLGATHER=ring ALLGATHER=linear
         ALLTOALL=pairwise ALLTOALL=bruck ALLTOALL=linear
         GATHER=binomial GATHER=linear
         REDUCE_SCATTER=ring REDUCE_SCATTER=reduce_scatterv)

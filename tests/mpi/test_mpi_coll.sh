@@ -61,6 +61,11 @@ job "coll_nb.n6.split_algorithms" 6 1 mpi_coll_nb $ring
 rd="-x KNIT_COLL_ALLREDUCE=rabenseifner -x KNIT_COLL_ALLGATHER=recursive_doubling -x KNIT_COLL_ALLTOALL=pairwise"
 # shellcheck disable=SC2086
 job "coll.n4.rd_pairwise" 4 1 mpi_coll $rd
+# the flat forms (crowded hosts), with Allgatherv, in place and user ops
+lin="-x KNIT_COLL_ALLGATHER=linear -x KNIT_COLL_ALLTOALL=linear -x KNIT_COLL_BCAST=linear"
+lin="$lin -x KNIT_COLL_REDUCE=linear -x KNIT_COLL_ALLREDUCE=linear"
+# shellcheck disable=SC2086
+job "coll.n5.linear_forms" 5 1 mpi_coll $lin
 node="-x KNIT_COLL_ALLREDUCE=node -x KNIT_COLL_REDUCE=node -x KNIT_COLL_BCAST=node -x KNIT_COLL_BARRIER=node"
 # shellcheck disable=SC2086
 job "coll.n3.node_forms" 3 1 mpi_coll $node
