@@ -149,8 +149,8 @@ void kn_alg_allgatherv_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, const
     kn_sched_round(s);
 }
 
-void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub,
-                           int linear)
+void kn_alg_allgather_ring_or_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
+                                     int sub, int linear)
 {
     int p = g->size;
     size_t *off = kn_sched_alloc(s, 2 * (size_t)p * sizeof(size_t));

@@ -565,7 +565,7 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
     else if (algo == 2)
         kn_alg_allgather_bruck(s, &c->g, r, len, own, SUB_FLAT);
     else
-        kn_alg_allgather_ring(s, &c->g, r, len, own, SUB_FLAT, algo == 4);
+        kn_alg_allgather_ring_or_linear(s, &c->g, r, len, own, SUB_FLAT, algo == 4);
     return run(s, req);
 }
 

@@ -175,16 +175,16 @@ void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t c
  * transfers run (the local copy overlaps the exchange). */
 void kn_alg_allgatherv_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, const size_t *len,
                             const size_t *off, const char *own, int sub);
-/* Equal blocks of len bytes into buf; own as above. */
-/* every block at once, one round: no rank waits on another's progress to
- * get a block that the block's owner could give it directly */
+/* The same in one round, every block to every rank at once: no rank waits
+ * on another's progress for a block its owner could give it directly. */
 void kn_alg_allgatherv_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, const size_t *len,
                               const size_t *off, const char *own, int sub);
+/* Equal blocks of len bytes into buf; own as above. */
 void kn_alg_allgather_rd(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub);
 void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
                             int sub);
-/* equal blocks of len bytes: the ring, or with linear set every block at once */
-void kn_alg_allgather_ring(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub,
-                           int linear);
+/* the ring, or with linear set every block at once */
+void kn_alg_allgather_ring_or_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
+                                     int sub, int linear);
 
 #endif
