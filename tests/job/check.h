@@ -1,7 +1,7 @@
 /*
  * Checks for the job-test programs: a failed check names the rank, the
  * place and the condition, and ends the process (knitrun then ends the
- * job).  The including file defines `static int rank`.
+ * job).  The including file defines `static int rank` (or CHECK_RANK).
  */
 #ifndef KN_TEST_JOB_CHECK_H
 #define KN_TEST_JOB_CHECK_H
@@ -11,11 +11,21 @@
 
 #include "knit.h"
 
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        if (!(cond)) {                                                            \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", rank, __FILE__, \
-                    __LINE__, #cond);                                             \
+/* The including file may name its rank variable and a label of the case
+ * being checked (a string expression) before including this. */
+#ifndef CHECK_RANK
+#define CHECK_RANK rank
+#endif
+#ifndef CHECK_WHAT
+#define CHECK_WHAT ""
+#endif
+
+#define CHECK(cond, ...)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "rank %d: %s:%d: %s%s%scheck failed: %s: ", CHECK_RANK, __FILE__, \
+                    __LINE__, *CHECK_WHAT ? "[" : "", CHECK_WHAT, *CHECK_WHAT ? "] " : "",    \
+                    #cond);                                                                   \
             fprintf(stderr, __VA_ARGS__);                                         \
             fprintf(stderr, "\n");                                                \
             exit(1);                                                              \

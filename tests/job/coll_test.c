@@ -24,22 +24,9 @@ static knit_ctx_t *ctx;
 static int wrank, wsize;
 static const char *what = "";
 
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "rank %d: %s:%d: [%s] check failed: %s: ", wrank, __FILE__,    \
-                    __LINE__, what, #cond);                                                \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-#define OK(call)                                                                           \
-    do {                                                                                   \
-        knit_status_t st_ = (call);                                                        \
-        CHECK(st_ == KNIT_OK, "%s returned %s", #call, knit_strerror(st_));                \
-    } while (0)
+#define CHECK_RANK wrank
+#define CHECK_WHAT what
+#include "check.h"
 
 static const knit_op_t SUM = {.kind = KNIT_OP_SUM};
 static const knit_op_t MAX = {.kind = KNIT_OP_MAX};
@@ -436,17 +423,6 @@ static void t_scan(env_t *e)
     }
     free(s);
     free(d);
-}
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    size_t v = strtoull(s, &end, 10);
-    if (*end == 'k')
-        v <<= 10;
-    if (*end == 'm')
-        v <<= 20;
-    return v;
 }
 
 /* element counts (4-byte elements): small, odd, and around the default

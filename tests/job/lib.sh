@@ -24,6 +24,17 @@ run() {
     MS=$(( (t1 - t0) / 1000000 ))
 }
 
+# expect_ok NAME CASE: after run, the status is 0 and the last line of
+# stdout is "ok CASE".
+expect_ok() {
+    local name=$1 case_=$2
+    if [ "$RC" -eq 0 ] && [ "$(tail -n 1 "$OUT")" = "ok $case_" ]; then
+        pass "$name"
+    else
+        fail "$name" "status $RC, stdout '$(tail -n 2 "$OUT" | tr '\n' '|')', stderr '$(tail -n 5 "$ERR" | tr '\n' '|')'"
+    fi
+}
+
 # What knitrun itself said (its own one-line verdicts).
 verdicts() { grep '^knitrun: ' "$ERR"; }
 

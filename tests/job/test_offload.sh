@@ -11,15 +11,6 @@ for f in "$T" "$NOP" "$M/echo.so" "$ROOT/$BUILD/bin/knit-agent" "$ROOT/$BUILD/bi
     [ -e "$f" ] || { echo "FAIL offload.build: $f is missing"; exit 1; }
 done
 
-# ok NAME CHECK_RC: the last line of stdout is "ok CASE" and the status 0
-expect_ok() {
-    local name=$1 case_=$2
-    if [ "$RC" -eq 0 ] && [ "$(tail -n 1 "$OUT")" = "ok $case_" ]; then
-        pass "$name"
-    else
-        fail "$name" "status $RC, stdout '$(tail -n 2 "$OUT" | tr '\n' '|')', stderr '$(tail -n 4 "$ERR" | tr '\n' '|')'"
-    fi
-}
 
 # Start-up: daemons add little to a job (median of 5, both ways).
 median() { sort -n | sed -n 3p; }

@@ -13,14 +13,6 @@ export KNIT_LAUNCH='ip netns exec {host}'
 T=$JOBBIN/offload_test
 M=$ROOT/$BUILD/modules
 
-expect_ok() {
-    local name=$1 case_=$2
-    if [ "$RC" -eq 0 ] && [ "$(tail -n 1 "$OUT")" = "ok $case_" ]; then
-        pass "$name"
-    else
-        fail "$name" "status $RC, stdout '$(tail -n 2 "$OUT" | tr '\n' '|')', stderr '$(tail -n 5 "$ERR" | tr '\n' '|')'"
-    fi
-}
 
 for where in agent switch host; do
     run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 50 "$T" "$M" paths "$where"
