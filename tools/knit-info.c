@@ -54,6 +54,7 @@ static void show_node(void)
         printf("  %-34s %s\n", "why", net);
     printf("  %-34s fi_inject / fi_send into pre-posted bounce buffers, %s each, %d credits per peer\n",
            "inline / eager", "KNIT_NET_BOUNCE_SIZE", (int)kn_cfg.net_credits);
+    show_size("eager up to (several packets)", "NET_EAGER_MAX");
     printf("  %-34s fi_write / fi_read, registration cache up to KNIT_RCACHE_MAX\n", "push / pull");
     printf("  %-34s %s\n", "network within a node", kn_cfg.net_only ? "yes (KNIT_NET_ONLY=1)" : "no (shared memory)");
     printf("\nthresholds in force\n");

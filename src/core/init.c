@@ -123,6 +123,7 @@ static knit_status_t net_open(knit_ctx_t *ctx)
         .rank = ctx->rank, .size = ctx->size, .peers = mask,
         .provider = kn_cfg.net_provider, .iface = kn_cfg.net_iface,
         .credits = (unsigned)kn_cfg.net_credits, .bounce_size = kn_cfg.net_bounce_size,
+        .eager_max = kn_cfg.net_eager_max,
         .tx_bufs = (unsigned)kn_cfg.net_tx_bufs, .inflight = (unsigned)kn_cfg.net_inflight,
         .rcache_max = kn_cfg.rcache_max, .rcache_verify = kn_cfg.rcache_verify,
         .timeout_ns = kn_cfg.net_timeout, .fatal = core_fatal, .fatal_arg = ctx,

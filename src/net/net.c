@@ -30,8 +30,9 @@
  * fi_write into it (push); local buffers get a descriptor from the
  * registration cache when the provider wants FI_MR_LOCAL.  The engine sends
  * PUSHED after our write completions: when the provider does not order
- * sends after writes (FI_ORDER_WAS), writes ask for FI_DELIVERY_COMPLETE so
- * that a completion means the data is in place.  An RDMA operation the
+ * sends after writes (FI_ORDER_SAW), writes ask for FI_DELIVERY_COMPLETE so
+ * that a completion means the data is in place (a plain completion may
+ * only say that the data left, or reached the peer's provider).  An RDMA operation the
  * provider cannot take now (-FI_EAGAIN) waits in a retry list.
  *
  * Registration cache: see rcache_*() below and docs/net.md.
@@ -1172,6 +1173,10 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
         kn_error("KNIT_NET_BOUNCE_SIZE: %zu is not between 256 and 64m", p->bounce_size);
         return KNIT_ERR_INVAL;
     }
+    if (p->eager_max > (64u << 20)) {
+        kn_error("KNIT_NET_EAGER_MAX: %zu is over 64m", p->eager_max);
+        return KNIT_ERR_INVAL;
+    }
     if (p->tx_bufs < 1 || p->tx_bufs > 65536 || p->inflight < 1 || p->inflight > 1024) {
         kn_error("KNIT_NET_TX_BUFS (1..65536) or KNIT_NET_INFLIGHT (1..1024) out of range: %u, %u", p->tx_bufs,
                  p->inflight);
@@ -1226,7 +1231,7 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
     if (!(order & FI_ORDER_SAS))
         kn_info("provider %s does not order sends (no FI_ORDER_SAS): knit reorders by sequence number",
                 fi->fabric_attr->prov_name);
-    n->write_dc = !(order & FI_ORDER_WAS);
+    n->write_dc = !(order & FI_ORDER_SAW);
 
     FI_CHECK(fi_fabric(fi->fabric_attr, &n->fabric, NULL), "fi_fabric");
     FI_CHECK(fi_domain(n->fabric, fi, &n->domain, NULL), "fi_domain");
@@ -1325,12 +1330,13 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
     snprintf(n->desc, sizeof(n->desc), "%s, domain %s, fabric %s", fi->fabric_attr->prov_name,
              fi->domain_attr->name, fi->fabric_attr->name);
     kn_info("network transport: %s; mr_mode %#x, inject %zu, msg_order%s%s; rcache %s", n->desc, (unsigned)mm,
-            fi->tx_attr->inject_size, order & FI_ORDER_SAS ? " SAS" : "", order & FI_ORDER_WAS ? " WAS" : "",
+            fi->tx_attr->inject_size, order & FI_ORDER_SAS ? " SAS" : "", order & FI_ORDER_SAW ? " SAW" : "",
             !n->rc_enabled ? "off (provider pins, page frames hidden)" : n->rc_verify ? "verified by pagemap" : "on");
 
     n->base.ops = &net_ops;
     n->base.max_inline = n->inject_max > NET_HDRS ? n->inject_max - NET_HDRS : 0;
     n->base.max_payload = p->bounce_size;
+    n->base.eager_max = p->eager_max;
     n->base.bulk_inflight = p->inflight;
     n->base.recv_cb = cb;
     n->base.cb_arg = cb_arg;

@@ -23,6 +23,7 @@ typedef struct kn_net_params {
     const char *iface;           /* KNIT_NET_IFACE (may be "" or NULL) */
     unsigned credits;            /* bounce buffers posted per peer */
     size_t bounce_size;          /* payload of one bounce buffer */
+    size_t eager_max;            /* largest eager message (several bounce buffers), 0: one */
     unsigned tx_bufs;
     unsigned inflight;           /* bulk copies in flight per transfer */
     size_t rcache_max;

@@ -4,7 +4,11 @@
  * Protocols (the later arriver moves the data):
  *
  *   len <= inline_max       INLINE  payload in the queue entry
- *   len <= eager_max        EAGER   payload in a queue slot
+ *   len <= eager_max        EAGER   payload in a queue slot; where a transport
+ *                                   takes longer eager messages than one packet
+ *                                   (between nodes, a round trip costs more than
+ *                                   copies), the first packet is followed at
+ *                                   once by MORE packets with the rest
  *   larger, or synchronous  rendezvous:
  *     receive posted first and announced (RTR) to the sender (where the
  *     transport's put is as cheap as its get: between nodes, see
@@ -59,6 +63,7 @@ enum req_state {
     RS_POSTED,     /* recv: in the posted queue */
     RS_PULL,       /* recv: pulling (in the bulk list) */
     RS_PIPE_RECV,  /* recv: CTS sent, DATA arriving */
+    RS_MORE_RECV,  /* recv: matched a multi-packet eager message, MORE arriving */
     RS_DONE,
 };
 
@@ -96,6 +101,7 @@ struct knit_message {
     uint8_t type;           /* KN_PKT_INLINE/EAGER (data below) or RTS */
     uint8_t flags;
     size_t len;
+    size_t got;             /* bytes in data[]: < len while MORE packets arrive */
     kn_pkt_rts_t rts;
     char data[];
 };
@@ -131,6 +137,12 @@ struct kn_peer {
     kn_list_t anns;         /* struct kn_ann, in order */
     uint32_t seq_out;       /* next message number to this peer */
     uint32_t seq_in;        /* next message number expected from it */
+    size_t eager_max;       /* largest message sent to it eagerly */
+    /* a multi-packet eager message from it still arriving (its packets
+     * come one after another): into a receive or an unexpected message */
+    knit_request_t *more_req;
+    struct knit_message *more_msg;
+    size_t more_off;
     int on_pending_list;
     kn_list_t pending_link; /* in p2p->pending_peers */
 };
@@ -477,6 +489,22 @@ static void deliver_eager(knit_request_t *r, const void *data, size_t len)
     req_complete(r, len > r->len ? KNIT_ERR_TRUNCATE : KNIT_OK);
 }
 
+/* n more bytes of a multi-packet eager message for r (beyond its capacity:
+ * counted, not copied); done when the whole message is in. */
+static void more_deliver(struct kn_peer *pe, knit_request_t *r, const void *data, size_t n)
+{
+    if (r->offset < r->len)
+        memcpy((char *)r->buf + r->offset, data, KN_MIN(n, r->len - r->offset));
+    r->offset += n;
+    if (r->offset < r->msg_len) {
+        r->state = RS_MORE_RECV;
+        pe->more_req = r;
+        return;
+    }
+    pe->more_req = NULL;
+    req_complete(r, r->msg_len > r->len ? KNIT_ERR_TRUNCATE : KNIT_OK);
+}
+
 static void recv_matched(knit_request_t *r, int src, int tag, size_t len)
 {
     kn_list_del(&r->link); /* off the posted queue */
@@ -503,6 +531,9 @@ static void handle_message(struct kn_p2p *p2p, int src, const kn_pkt_hdr_t *h, c
         fatal(p2p, "protocol error: message %u from rank %d arrived when %u was expected", h->seq, src,
               pe->seq_in);
     pe->seq_in++;
+    if (kn_unlikely(pe->more_req || pe->more_msg))
+        fatal(p2p, "protocol error: message %u from rank %d came before the rest of its previous one", h->seq,
+              src);
     if (h->type == KN_PKT_PUSHED) {
         kn_pkt_ids_t ids;
         memcpy(&ids, payload, sizeof(ids));
@@ -528,25 +559,62 @@ static void handle_message(struct kn_p2p *p2p, int src, const kn_pkt_hdr_t *h, c
         len = 0;
     } else if (r) {
         recv_matched(r, src, h->tag, h->len);
-        deliver_eager(r, payload, len);
+        if (len < h->len) {
+            r->offset = 0;
+            pe->more_off = len;
+            more_deliver(pe, r, payload, len);
+        } else {
+            deliver_eager(r, payload, len);
+        }
         return;
     }
-    /* unexpected: stored at its exact size */
-    struct knit_message *m = malloc(sizeof(*m) + len);
+    /* unexpected: stored at its exact size (a multi-packet one fills up as
+     * its MORE packets come) */
+    size_t size = h->type == KN_PKT_RTS ? 0 : h->len;
+    struct knit_message *m = malloc(sizeof(*m) + size);
     if (!m)
-        fatal(p2p, "out of memory storing an unexpected message of %zu bytes from rank %d", len, src);
+        fatal(p2p, "out of memory storing an unexpected message of %zu bytes from rank %d", size, src);
     m->src = src;
     m->tag = h->tag;
     m->comm = h->comm;
     m->type = h->type;
     m->flags = h->flags;
     m->len = h->len;
+    m->got = len;
     if (h->type == KN_PKT_RTS)
         memcpy(&m->rts, payload, sizeof(m->rts));
     else if (len)
         memcpy(m->data, payload, len);
-    p2p->unexp_bytes += sizeof(*m) + len;
+    if (len < size) {
+        pe->more_msg = m;
+        pe->more_off = len;
+    }
+    p2p->unexp_bytes += sizeof(*m) + size;
     kn_list_push_back(&p2p->unexp, &m->link);
+}
+
+/* The next piece of the multi-packet eager message arriving from src. */
+static void handle_more(struct kn_p2p *p2p, int src, const kn_pkt_hdr_t *h, const void *payload, size_t len)
+{
+    struct kn_peer *pe = &p2p->peers[src];
+    knit_request_t *r = pe->more_req;
+    struct knit_message *m = pe->more_msg;
+    size_t total = r ? r->msg_len : m ? m->len : 0;
+    uint32_t comm = r ? r->comm : m ? m->comm : 0;
+    int tag = r ? r->rtag : m ? m->tag : 0;
+    if (kn_unlikely((!r && !m) || h->seq != pe->seq_in - 1 || h->comm != comm || h->tag != tag ||
+                    h->len != pe->more_off || !len || len > total - pe->more_off))
+        fatal(p2p, "protocol error: unexpected MORE packet (message %u, offset %llu, %zu bytes) from rank %d",
+              h->seq, (unsigned long long)h->len, len, src);
+    pe->more_off += len;
+    if (r) {
+        more_deliver(pe, r, payload, len);
+        return;
+    }
+    memcpy(m->data + m->got, payload, len);
+    m->got += len;
+    if (m->got == m->len)
+        pe->more_msg = NULL;
 }
 
 /* The receiver announced a receive (we are the sender). */
@@ -638,10 +706,18 @@ static void recv_cb(void *arg, int src, const kn_pkt_hdr_t *h, const void *paylo
         fatal(p2p, "protocol error: packet from unknown rank %d", src);
     switch (h->type) {
     case KN_PKT_INLINE:
-    case KN_PKT_EAGER:
         if (len != h->len)
             break;
         handle_message(p2p, src, h, payload, len);
+        return;
+    case KN_PKT_EAGER:
+        /* shorter: the first packet of a multi-packet one */
+        if (len != h->len && (len > h->len || !len || h->len > p2p->peers[src].tl->eager_max))
+            break;
+        handle_message(p2p, src, h, payload, len);
+        return;
+    case KN_PKT_MORE:
+        handle_more(p2p, src, h, payload, len);
         return;
     case KN_PKT_RTS:
         if (len != sizeof(kn_pkt_rts_t))
@@ -703,15 +779,16 @@ static struct kn_ann *take_ann(struct kn_p2p *p2p, struct kn_peer *pe, int tag, 
     return NULL;
 }
 
-/* Queue a message packet that references the user's buffer. */
+/* Queue a message packet: its payload is the user's data (referenced) or a
+ * small body (copied); r, if any, completes when it is sent. */
 static void queue_msg(struct kn_p2p *p2p, struct kn_peer *pe, knit_request_t *r, const kn_pkt_hdr_t *h,
-                      const void *payload, size_t len)
+                      const void *payload, size_t len, int copy)
 {
     struct kn_pend *pd = kn_pool_get(&p2p->pend_pool);
     if (!pd)
-        fatal(p2p, "out of memory queueing a message for rank %d", r->peer);
+        fatal(p2p, "out of memory queueing a message for rank %d", (int)(pe - p2p->peers));
     pd->hdr = *h;
-    if (payload == r->buf) {
+    if (!copy) {
         pd->payload = payload;
     } else {
         memcpy(pd->body, payload, len);
@@ -723,6 +800,41 @@ static void queue_msg(struct kn_p2p *p2p, struct kn_peer *pe, knit_request_t *r,
     peer_mark_pending(p2p, pe);
 }
 
+/* An eager message longer than a packet: the first packet, then MORE
+ * packets with the rest, sent while the transport takes them and queued in
+ * order after that; the send completes with its last packet. */
+static knit_status_t send_multi(struct kn_p2p *p2p, struct kn_peer *pe, knit_request_t *r, kn_pkt_hdr_t h)
+{
+    kn_tl_t *tl = pe->tl;
+    int direct = kn_list_empty(&pe->pending);
+    r->state = RS_QUEUED;
+    for (size_t off = 0; off < r->len;) {
+        size_t n = KN_MIN(r->len - off, tl->max_payload);
+        const char *data = (const char *)r->buf + off;
+        if (off) {
+            h.type = KN_PKT_MORE;
+            h.len = off;
+        }
+        if (direct) {
+            knit_status_t st = tl->ops->send(tl, r->peer, &h, data, n);
+            if (st == KNIT_OK) {
+                off += n;
+                continue;
+            }
+            if (st != KNIT_ERR_AGAIN && !off)
+                return st;
+            if (st != KNIT_ERR_AGAIN)
+                fatal(p2p, "send to rank %d failed: %s", r->peer, knit_strerror(st));
+            direct = 0;
+        }
+        queue_msg(p2p, pe, off + n == r->len ? r : NULL, &h, data, n, 0);
+        off += n;
+    }
+    if (direct)
+        req_complete(r, KNIT_OK);
+    return KNIT_OK;
+}
+
 static knit_status_t start_send(struct kn_p2p *p2p, knit_request_t *r)
 {
     struct kn_peer *pe = &p2p->peers[r->peer];
@@ -730,7 +842,7 @@ static knit_status_t start_send(struct kn_p2p *p2p, knit_request_t *r)
     kn_pkt_hdr_t h = {.comm = r->comm, .tag = r->tag, .seq = pe->seq_out++, .len = r->len};
     struct kn_ann *a = kn_list_empty(&pe->anns) ? NULL : take_ann(p2p, pe, r->tag, r->comm);
     int sync = r->flags & KNIT_SEND_SYNC;
-    size_t eager_max = r->flags & KN_P2P_SEND_EAGER ? tl->max_payload : p2p->lim.eager_max;
+    size_t eager_max = r->flags & KN_P2P_SEND_EAGER ? KN_MAX(tl->max_payload, pe->eager_max) : pe->eager_max;
 
     if (a && (r->len > eager_max || sync) && (tl->ops->caps(tl, r->peer) & KN_TL_CAP_RMA)) {
         /* receive posted first: push into it (matched by construction) */
@@ -776,6 +888,8 @@ static knit_status_t start_send(struct kn_p2p *p2p, knit_request_t *r)
         r->state = RS_QUEUED;
     } else if (!sync && r->len <= eager_max) {
         h.type = KN_PKT_EAGER;
+        if (r->len > tl->max_payload)
+            return send_multi(p2p, pe, r, h);
         payload = r->buf;
         plen = r->len;
         r->state = RS_QUEUED;
@@ -804,14 +918,14 @@ static knit_status_t start_send(struct kn_p2p *p2p, knit_request_t *r)
         if (st != KNIT_ERR_AGAIN)
             return st;
     }
-    queue_msg(p2p, pe, r, &h, payload, plen);
+    queue_msg(p2p, pe, r, &h, payload, plen, payload != r->buf);
     return KNIT_OK;
 }
 
 /* Announce a just-posted receive to its source when that is safe. */
 static void maybe_announce(struct kn_p2p *p2p, knit_request_t *r)
 {
-    if (r->peer == KNIT_ANY_SOURCE || r->len <= p2p->lim.eager_max || r->peer == p2p->p.rank)
+    if (r->peer == KNIT_ANY_SOURCE || r->peer == p2p->p.rank || r->len <= p2p->peers[r->peer].eager_max)
         return;
     kn_tl_t *tl = kn_p2p_tl_of(p2p, r->peer);
     if (!(tl->ops->caps(tl, r->peer) & KN_TL_CAP_RMA) || p2p->lim.rndv_push == 2 ||
@@ -854,6 +968,12 @@ static void recv_from_unexpected(struct kn_p2p *p2p, knit_request_t *r, struct k
     if (m->type == KN_PKT_RTS) {
         r->state = RS_POSTED; /* rndv_start_recv moves it on */
         rndv_start_recv(p2p, r, m->src, &m->rts);
+    } else if (m->got < m->len) {
+        /* still arriving: the rest goes straight into r */
+        struct kn_peer *pe = &p2p->peers[m->src];
+        pe->more_msg = NULL;
+        r->offset = 0;
+        more_deliver(pe, r, m->data, m->got);
     } else {
         deliver_eager(r, m->data, m->len);
     }
@@ -1264,13 +1384,17 @@ void kn_p2p_set_tl(struct kn_p2p *p2p, kn_tl_t *tl, int first, int n)
         known |= p2p->tls[i] == tl;
     if (!known && p2p->ntls < (int)KN_ARRAY_SIZE(p2p->tls))
         p2p->tls[p2p->ntls++] = tl;
-    for (int i = first; i < first + n; i++)
-        p2p->peers[i].tl = tl;
-    /* thresholds never exceed what every transport carries */
+    /* thresholds never exceed what every transport carries; a transport
+     * with its own eager limit sends longer eager messages in packets */
     kn_p2p_limits_t *l = &p2p->lim;
+    size_t eager = tl->eager_max ? tl->eager_max : KN_MIN(kn_cfg.eager_max, tl->max_payload);
+    for (int i = first; i < first + n; i++) {
+        p2p->peers[i].tl = tl;
+        p2p->peers[i].eager_max = eager;
+    }
     if (l->inline_max > tl->max_inline)
         l->inline_max = tl->max_inline;
-    if (l->eager_max > tl->max_payload) {
+    if (!tl->eager_max && l->eager_max > tl->max_payload) {
         kn_info("KNIT_EAGER_MAX=%zu is larger than a %s packet: using %zu", l->eager_max, tl->ops->name,
                 tl->max_payload);
         l->eager_max = tl->max_payload;

@@ -22,7 +22,9 @@
 /* Packet types of the p2p protocol (see docs/protocols.md). */
 enum kn_pkt_type {
     KN_PKT_INLINE = 1,  /* message, payload in the packet (≤ max_inline) */
-    KN_PKT_EAGER,       /* message, payload in the packet (≤ max_payload) */
+    KN_PKT_EAGER,       /* message, payload in the packet (≤ max_payload); a longer
+                         * one (up to the transport's eager_max) carries its first
+                         * max_payload bytes and MORE packets follow at once */
     KN_PKT_RTS,         /* message, rendezvous: body kn_pkt_rts_t */
     KN_PKT_PUSHED,      /* message already written into an announced receive: body kn_pkt_ids_t */
     KN_PKT_RTR,         /* receiver announces a posted receive: body kn_pkt_rtr_t */
@@ -32,6 +34,8 @@ enum kn_pkt_type {
     KN_PKT_FIN,         /* receiver finished reading the sender's buffer: body kn_pkt_ids_t */
     KN_PKT_REVOKE,      /* receiver cancels an announced receive: body kn_pkt_ids_t */
     KN_PKT_REVOKE_ACK,  /* sender forgot the announcement: body kn_pkt_ids_t */
+    KN_PKT_MORE,        /* the rest of a multi-packet EAGER message, next from its
+                         * sender: hdr.len = offset, comm/tag/seq of the message */
     KN_PKT_TYPE_MAX
 };
 
@@ -119,6 +123,10 @@ struct kn_tl {
     const kn_tl_ops_t *ops;
     size_t max_inline;   /* payload bytes carried in the descriptor itself */
     size_t max_payload;  /* largest payload of one packet */
+    size_t eager_max;    /* messages up to this go eagerly, in several packets beyond
+                          * max_payload (no handshake: worth it where a round trip
+                          * costs more than the copies); 0: KNIT_EAGER_MAX, at most
+                          * one packet */
     unsigned bulk_inflight; /* bulk copies worth keeping in flight per transfer */
     int pull_preferred;  /* get is cheaper than put: receives need no announcing */
     kn_tl_recv_cb_t recv_cb;

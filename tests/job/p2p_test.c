@@ -51,8 +51,8 @@ static size_t build_sizes(size_t *out, size_t max)
     size_t n = 0;
     /* the largest shm packet is a quarter of KNIT_SHM_BUFFER */
     const char *env[] = {"KNIT_INLINE_MAX", "KNIT_EAGER_MAX", "KNIT_CMA_MIN", "KNIT_SHM_BUFFER",
-                         "KNIT_BULK_CHUNK", "KNIT_COOP_CHUNK"};
-    size_t defaults[] = {28, 16384, 16384, 256 << 10, 1 << 20, 64 << 10};
+                         "KNIT_BULK_CHUNK", "KNIT_COOP_CHUNK", "KNIT_NET_BOUNCE_SIZE", "KNIT_NET_EAGER_MAX"};
+    size_t defaults[] = {28, 16384, 16384, 256 << 10, 1 << 20, 64 << 10, 32 << 10, 64 << 10};
     out[n++] = 0;
     out[n++] = 1;
     for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
@@ -118,11 +118,13 @@ static void case_sizes(size_t max)
 /* Receive buffers shorter than the message. */
 static void case_truncate(void)
 {
-    const size_t sizes[] = {10, 100, 20000, 300000, 3 << 20};
+    /* 50000 and 60000: eager in two packets between nodes, cut in the
+     * second and in the first */
+    const size_t sizes[] = {10, 100, 20000, 50000, 60000, 300000, 3 << 20};
     uint8_t *buf = malloc((3 << 20) + 64);
     CHECK(buf, "malloc");
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-        size_t n = sizes[k], cap = n / 3;
+        size_t n = sizes[k], cap = k == 3 ? n - n / 3 : n / 3;
         for (int order = 0; order < 2; order++) {
             if (rank == 0 && size > 1) {
                 fill(buf, n, (uint32_t)k);
@@ -360,6 +362,56 @@ static void case_probe(void)
     barrier();
 }
 
+/* Messages matched while still arriving: rank 1 sends eager messages that
+ * take several packets between nodes (many with a small KNIT_NET_BOUNCE_SIZE
+ * and few credits); rank 0 takes each as soon as a probe sees its first
+ * packet, by improbe+imrecv, by irecv, and into a shorter buffer. */
+static void case_partial(void)
+{
+    enum { N = 60000 };
+    if (size < 2 || rank > 1) {
+        barrier();
+        return;
+    }
+    uint8_t *buf = malloc(N + 64);
+    CHECK(buf, "malloc");
+    if (rank == 1) {
+        for (int k = 0; k < 3; k++) {
+            fill(buf, N, (uint32_t)(100 + k));
+            OK(knit_send(ctx, buf, N, 0, 20 + k, 8));
+        }
+    } else {
+        for (int k = 0; k < 3; k++) {
+            knit_msg_status_t st;
+            knit_message_t *m = NULL;
+            int flag = 0;
+            while (!flag) {
+                if (k == 0)
+                    OK(knit_improbe(ctx, 1, 20 + k, 8, &flag, &m, &st));
+                else
+                    OK(knit_iprobe(ctx, 1, 20 + k, 8, &flag, &st));
+            }
+            CHECK(st.msg_length == N, "probe length %zu", st.msg_length);
+            size_t cap = k == 2 ? N / 2 : N;
+            memset(buf, 0xee, N + 64);
+            knit_request_t *r;
+            if (k == 0)
+                OK(knit_imrecv(ctx, buf, cap, &m, &r));
+            else
+                OK(knit_irecv(ctx, buf, cap, 1, 20 + k, 8, &r));
+            knit_status_t ret = knit_wait(&r, &st);
+            CHECK(ret == (k == 2 ? KNIT_ERR_TRUNCATE : KNIT_OK), "message %d: %s", k, knit_strerror(ret));
+            CHECK(st.length == cap && st.msg_length == N, "message %d: lengths %zu/%zu", k, st.length,
+                  st.msg_length);
+            verify(buf, cap, (uint32_t)(100 + k), "matched while arriving");
+            for (size_t i = cap; i < N + 64; i++)
+                CHECK(buf[i] == 0xee, "message %d: byte %zu past a %zu-byte buffer was written", k, i, cap);
+        }
+    }
+    free(buf);
+    barrier();
+}
+
 /* Bad arguments are refused, nothing crashes. */
 static void case_args(void)
 {
@@ -379,7 +431,7 @@ static void case_args(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: p2p_test sizes [max]|truncate|match|many|self|flood [n]|probe|args\n");
+        fprintf(stderr, "usage: p2p_test sizes [max]|truncate|match|many|self|flood [n]|probe|partial|args\n");
         return 2;
     }
     OK(knit_init(&argc, &argv, &ctx));
@@ -400,6 +452,8 @@ int main(int argc, char **argv)
         case_flood(argc > 2 ? atoi(argv[2]) : 10000);
     else if (!strcmp(c, "probe"))
         case_probe();
+    else if (!strcmp(c, "partial"))
+        case_partial();
     else if (!strcmp(c, "args"))
         case_args();
     else {

@@ -33,6 +33,9 @@ run sizes.2nodes 120 -n 2 --nodes 2 "$PROG" sizes 64m
 for c in truncate match many self probe args; do
     run "$c.2nodes" 60 -n 2 --nodes 2 "$PROG" "$c"
 done
+# eager messages of several packets matched while their packets arrive
+run partial.2nodes 60 -n 2 --nodes 2 "$PROG" partial
+run partial.2nodes.small 60 -n 2 --nodes 2 -x KNIT_NET_CREDITS=2 -x KNIT_NET_BOUNCE_SIZE=1k "$PROG" partial
 run sizes.4nodes 120 -n 4 --nodes 4 "$PROG" sizes 4m
 for c in truncate match many probe; do
     run "$c.4nodes" 60 -n 4 --nodes 4 "$PROG" "$c"

@@ -28,7 +28,7 @@ run sizes.n2.small_thresholds 120 -n 2 -x KNIT_EAGER_MAX=1k -x KNIT_CMA_MIN=100k
     -x KNIT_INLINE_MAX=8 -x KNIT_BULK_CHUNK=64k "$PROG" sizes 1m
 run sizes.n4 120 -n 4 "$PROG" sizes 1m
 run sizes.n8.oversubscribed 180 -n 8 "$PROG" sizes 256k
-for c in truncate match many self probe args; do
+for c in truncate match many self probe partial args; do
     run "$c.n2" 60 -n 2 "$PROG" "$c"
     run "$c.n4" 60 -n 4 "$PROG" "$c"
 done
