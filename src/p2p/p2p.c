@@ -142,7 +142,6 @@ struct kn_peer {
      * come one after another): into a receive or an unexpected message */
     knit_request_t *more_req;
     struct knit_message *more_msg;
-    size_t more_off;
     int on_pending_list;
     kn_list_t pending_link; /* in p2p->pending_peers */
 };
@@ -489,8 +488,9 @@ static void deliver_eager(knit_request_t *r, const void *data, size_t len)
     req_complete(r, len > r->len ? KNIT_ERR_TRUNCATE : KNIT_OK);
 }
 
-/* n more bytes of a multi-packet eager message for r (beyond its capacity:
- * counted, not copied); done when the whole message is in. */
+/* n more bytes of a multi-packet eager message for r, at r->offset (0 in a
+ * receive just matched; beyond its capacity: counted, not copied); done
+ * when the whole message is in. */
 static void more_deliver(struct kn_peer *pe, knit_request_t *r, const void *data, size_t n)
 {
     if (r->offset < r->len)
@@ -559,13 +559,10 @@ static void handle_message(struct kn_p2p *p2p, int src, const kn_pkt_hdr_t *h, c
         len = 0;
     } else if (r) {
         recv_matched(r, src, h->tag, h->len);
-        if (len < h->len) {
-            r->offset = 0;
-            pe->more_off = len;
+        if (len < h->len)
             more_deliver(pe, r, payload, len);
-        } else {
+        else
             deliver_eager(r, payload, len);
-        }
         return;
     }
     /* unexpected: stored at its exact size (a multi-packet one fills up as
@@ -585,10 +582,8 @@ static void handle_message(struct kn_p2p *p2p, int src, const kn_pkt_hdr_t *h, c
         memcpy(&m->rts, payload, sizeof(m->rts));
     else if (len)
         memcpy(m->data, payload, len);
-    if (len < size) {
+    if (len < size)
         pe->more_msg = m;
-        pe->more_off = len;
-    }
     p2p->unexp_bytes += sizeof(*m) + size;
     kn_list_push_back(&p2p->unexp, &m->link);
 }
@@ -599,14 +594,13 @@ static void handle_more(struct kn_p2p *p2p, int src, const kn_pkt_hdr_t *h, cons
     struct kn_peer *pe = &p2p->peers[src];
     knit_request_t *r = pe->more_req;
     struct knit_message *m = pe->more_msg;
-    size_t total = r ? r->msg_len : m ? m->len : 0;
+    size_t total = r ? r->msg_len : m ? m->len : 0, off = r ? r->offset : m ? m->got : 0;
     uint32_t comm = r ? r->comm : m ? m->comm : 0;
     int tag = r ? r->rtag : m ? m->tag : 0;
     if (kn_unlikely((!r && !m) || h->seq != pe->seq_in - 1 || h->comm != comm || h->tag != tag ||
-                    h->len != pe->more_off || !len || len > total - pe->more_off))
+                    h->len != off || !len || len > total - off))
         fatal(p2p, "protocol error: unexpected MORE packet (message %u, offset %llu, %zu bytes) from rank %d",
               h->seq, (unsigned long long)h->len, len, src);
-    pe->more_off += len;
     if (r) {
         more_deliver(pe, r, payload, len);
         return;
@@ -712,7 +706,7 @@ static void recv_cb(void *arg, int src, const kn_pkt_hdr_t *h, const void *paylo
         return;
     case KN_PKT_EAGER:
         /* shorter: the first packet of a multi-packet one */
-        if (len != h->len && (len > h->len || !len || h->len > p2p->peers[src].tl->eager_max))
+        if (len != h->len && (len > h->len || !len || h->len > p2p->peers[src].eager_max))
             break;
         handle_message(p2p, src, h, payload, len);
         return;
@@ -972,7 +966,6 @@ static void recv_from_unexpected(struct kn_p2p *p2p, knit_request_t *r, struct k
         /* still arriving: the rest goes straight into r */
         struct kn_peer *pe = &p2p->peers[m->src];
         pe->more_msg = NULL;
-        r->offset = 0;
         more_deliver(pe, r, m->data, m->got);
     } else {
         deliver_eager(r, m->data, m->len);
@@ -1063,11 +1056,11 @@ void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
         uint64_t now = kn_time_ns();
         if (idle == p2p->spin_count)
             yield_start = now;
-        if (mode == 2 || now - yield_start < p2p->yield_ns || local_work(p2p)) {
+        if (mode == 2 || now - yield_start < p2p->yield_ns) {
             sched_yield();
             continue;
         }
-        kn_tl_sleep(p2p->tls, p2p->ntls, NULL, 0, KN_NSEC_PER_SEC);
+        kn_p2p_sleep(p2p, NULL, 0, KN_NSEC_PER_SEC); /* yields instead while there is local work */
         idle = p2p->spin_count; /* after a wake-up: poll, then yield again */
         yield_start = kn_time_ns();
     }
