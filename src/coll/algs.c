@@ -163,6 +163,28 @@ void kn_alg_allgather_ring_or_linear(kn_sched_t *s, const kn_grp_t *g, char *buf
     (linear ? kn_alg_allgatherv_linear : kn_alg_allgatherv_ring)(s, g, buf, off + p, off, own, sub);
 }
 
+void kn_alg_allgather_leader(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub)
+{
+    int p = g->size, r = g->rank;
+    size_t total = (size_t)p * len;
+    if (r == 0) {
+        for (int i = 1; i < p; i++)
+            kn_sched_recv(s, g, i, buf + (size_t)i * len, len, sub);
+        if (own)
+            kn_sched_copy(s, own, buf, len);
+        kn_sched_round(s);
+        for (int i = 1; i < p; i++)
+            kn_sched_send(s, g, i, buf, total, sub);
+    } else {
+        /* the vector comes back over my block (in place) only once the
+         * leader has it: a round apart, whatever the protocol */
+        kn_sched_send(s, g, 0, own ? own : buf + (size_t)r * len, len, sub);
+        kn_sched_round(s);
+        kn_sched_recv(s, g, 0, buf, total, sub);
+    }
+    kn_sched_round(s);
+}
+
 /* first original rank of folded rank nr (see the remainder scheme) */
 static int unfold(int nr, int rem) { return nr < rem ? 2 * nr : nr + rem; }
 static int fold_peer(int nr, int rem) { return nr < rem ? 2 * nr + 1 : nr + rem; }

@@ -183,6 +183,9 @@ void kn_alg_allgatherv_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, const
 void kn_alg_allgather_rd(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub);
 void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
                             int sub);
+/* Every block in to rank 0 of g, the whole vector out again: 2 (p - 1)
+ * messages and two rounds, for tiny blocks on a crowded host. */
+void kn_alg_allgather_leader(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub);
 /* the ring, or with linear set every block at once */
 void kn_alg_allgather_ring_or_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
                                      int sub, int linear);

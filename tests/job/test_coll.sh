@@ -50,8 +50,8 @@ forced=(BARRIER=dissemination BARRIER=node
         BCAST=binomial BCAST=scatter_allgather BCAST=node BCAST=linear
         REDUCE=binomial REDUCE=rabenseifner REDUCE=node REDUCE=linear
         ALLREDUCE=recursive_doubling ALLREDUCE=rabenseifner ALLREDUCE=ring ALLREDUCE=node ALLREDUCE=linear
-        ALLGATHER=recursive_doubling ALLGATHER=bruck ALLGATHER=ring ALLGATHER=linear
-        ALLTOALL=pairwise ALLTOALL=bruck ALLTOALL=linear
+        ALLGATHER=recursive_doubling ALLGATHER=bruck ALLGATHER=ring ALLGATHER=linear ALLGATHER=leader
+        ALLTOALL=pairwise ALLTOALL=bruck ALLTOALL=linear ALLTOALL=leader
         GATHER=binomial GATHER=linear
         REDUCE_SCATTER=ring REDUCE_SCATTER=reduce_scatterv)
 for f in "${forced[@]}"; do

@@ -66,6 +66,9 @@ lin="-x KNIT_COLL_ALLGATHER=linear -x KNIT_COLL_ALLTOALL=linear -x KNIT_COLL_BCA
 lin="$lin -x KNIT_COLL_REDUCE=linear -x KNIT_COLL_ALLREDUCE=linear"
 # shellcheck disable=SC2086
 job "coll.n5.linear_forms" 5 1 mpi_coll $lin
+# through rank 0 (crowded hosts, tiny blocks), in place included
+# shellcheck disable=SC2086
+job "coll.n6.leader_forms" 6 1 mpi_coll -x KNIT_COLL_ALLGATHER=leader -x KNIT_COLL_ALLTOALL=leader
 node="-x KNIT_COLL_ALLREDUCE=node -x KNIT_COLL_REDUCE=node -x KNIT_COLL_BCAST=node -x KNIT_COLL_BARRIER=node"
 # shellcheck disable=SC2086
 job "coll.n3.node_forms" 3 1 mpi_coll $node
