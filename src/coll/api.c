@@ -160,9 +160,24 @@ static int crowded(const kn_sched_t *s, int *ranks_per_core)
  * 33.1 -> 31.7; at 4 KiB the leader's copies cost more; at 4 ranks a tie). */
 #define CROWDED_LEADER_BLOCK 1024
 
+/* Blocking collectives of small parts on a one-node communicator go
+ * through a segment its ranks share (shmcoll.c) where the algorithm is
+ * auto: no messages, so no rounds and no rank waiting for a message's
+ * receiver to be scheduled (2 cpus: barrier 0.57 -> 0.35 us at 2 ranks,
+ * 4.4 -> 3.0 at 4, 11.6 -> 9.0 at 8; allreduce 8 B 0.79 -> 0.45, 5.2 ->
+ * 3.1, 11.3 -> 7.7; docs/collectives.md). */
+static int via_shm(knit_comm_t *c, knit_coll_request_t **req, int algo, size_t bytes)
+{
+    return !req && !algo && kn_shmc_usable(c, bytes);
+}
+
 static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 {
     CHECK(member(c));
+    if (via_shm(c, req, kn_cfg.coll_barrier, 0)) {
+        kn_shmc_barrier(c);
+        return KNIT_OK;
+    }
     kn_sched_t *s = kn_sched_new(c, KNIT_BYTE, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
@@ -223,6 +238,10 @@ static knit_status_t do_bcast(knit_comm_t *c, void *buf, size_t count, knit_dtyp
                               knit_coll_request_t **req)
 {
     CHECK(member(c) && dtype_ok(t) && root_ok(c, root) && (buf || !count));
+    if (count && via_shm(c, req, kn_cfg.coll_bcast, count * knit_dtype_size(t))) {
+        kn_shmc_bcast(c, buf, count * knit_dtype_size(t), root);
+        return KNIT_OK;
+    }
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
@@ -276,6 +295,10 @@ static knit_status_t do_reduce(knit_comm_t *c, const void *sb, void *rb, size_t 
     int me = c->g.rank;
     CHECK(!count || ((sb || (IN_PLACE(sb) && me == root)) && (me != root || rb)));
     CHECK(!IN_PLACE(sb) || me == root);
+    if (count && via_shm(c, req, kn_cfg.coll_reduce, count * knit_dtype_size(t))) {
+        kn_shmc_reduce(c, IN_PLACE(sb) ? rb : sb, rb, count, t, op, root);
+        return KNIT_OK;
+    }
     kn_sched_t *s = kn_sched_new(c, t, op);
     if (!s)
         return KNIT_ERR_NOMEM;
@@ -331,6 +354,10 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
                                   const knit_op_t *op, knit_coll_request_t **req)
 {
     CHECK(member(c) && op_ok(op, t) && (!count || (sb && rb)));
+    if (count && via_shm(c, req, kn_cfg.coll_allreduce, count * knit_dtype_size(t))) {
+        kn_shmc_reduce(c, IN_PLACE(sb) ? rb : sb, rb, count, t, op, -1);
+        return KNIT_OK;
+    }
     kn_sched_t *s = kn_sched_new(c, t, op);
     if (!s)
         return KNIT_ERR_NOMEM;
@@ -549,6 +576,10 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
                                   knit_coll_request_t **req)
 {
     CHECK(member(c) && dtype_ok(t) && (!count || (rb && sb)));
+    if (count && via_shm(c, req, kn_cfg.coll_allgather, count * knit_dtype_size(t))) {
+        kn_shmc_allgather(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
+        return KNIT_OK;
+    }
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
@@ -722,6 +753,10 @@ static knit_status_t do_alltoall(knit_comm_t *c, const void *sb, void *rb, size_
                                  knit_coll_request_t **req)
 {
     CHECK(member(c) && dtype_ok(t) && (!count || (rb && sb)));
+    if (count && via_shm(c, req, kn_cfg.coll_alltoall, count * knit_dtype_size(t) * (size_t)c->g.size)) {
+        kn_shmc_alltoall(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
+        return KNIT_OK;
+    }
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;

@@ -27,6 +27,7 @@
 #define KN_COLL_SEQ_MASK ((1u << (31 - KN_COLL_SUB_BITS)) - 1)
 
 typedef struct kn_coll kn_coll_t;
+typedef struct kn_shmc kn_shmc_t;
 
 typedef struct kn_coll_params {
     knit_ctx_t *ctx;       /* the owner (knit_comm_create checks it) */
@@ -71,6 +72,8 @@ struct knit_comm {
     int *local_cr;          /* [local.size] their comm ranks */
     int *leader_cr;         /* [nnodes] */
     int *node_idx;          /* [size] index of each comm rank's node in leaders */
+    kn_shmc_t *shm;         /* shared segment of the small collectives (shmcoll.c) */
+    int shm_state;
 };
 
 /* ---------------------------------------------------------- reductions */
@@ -186,6 +189,23 @@ void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t 
 /* Every block in to rank 0 of g, the whole vector out again: 2 (p - 1)
  * messages and two rounds, for tiny blocks on a crowded host. */
 void kn_alg_allgather_leader(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub);
+/* ------------------------------------------------ shared-memory forms
+ * Blocking collectives moving at most KNIT_COLL_SHM_MAX bytes per rank on
+ * a communicator within one node (shmcoll.c).  kn_shmc_usable says whether
+ * they serve a collective of `bytes` per rank; the first call on a
+ * communicator makes the segment, collectively (every member calls it, in
+ * the same collective). */
+int kn_shmc_usable(knit_comm_t *c, size_t bytes);
+void kn_shmc_free(knit_comm_t *c);
+void kn_shmc_barrier(knit_comm_t *c);
+void kn_shmc_bcast(knit_comm_t *c, void *buf, size_t bytes, int root);
+/* root < 0: allreduce; sb may be rb */
+void kn_shmc_reduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t, const knit_op_t *op,
+                    int root);
+/* sb NULL: in place */
+void kn_shmc_allgather(knit_comm_t *c, const void *sb, void *rb, size_t len);
+void kn_shmc_alltoall(knit_comm_t *c, const void *sb, void *rb, size_t len);
+
 /* the ring, or with linear set every block at once */
 void kn_alg_allgather_ring_or_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
                                      int sub, int linear);

@@ -8,6 +8,7 @@
 
 static void comm_free(knit_comm_t *c)
 {
+    kn_shmc_free(c);
     free(c->ranks);
     free(c->local_cr);
     free((void *)c->local.job);

@@ -1030,13 +1030,31 @@ static int local_work(struct kn_p2p *p2p)
     return 0;
 }
 
-int kn_p2p_sleep(struct kn_p2p *p2p, const int *extra, int nextra, uint64_t timeout_ns)
+static int sleep_until(struct kn_p2p *p2p, const int *extra, int nextra, uint64_t timeout_ns,
+                       int (*ready)(void *), void *arg)
 {
     if (local_work(p2p)) {
         sched_yield();
         return 0;
     }
-    return kn_tl_sleep(p2p->tls, p2p->ntls, extra, nextra, timeout_ns);
+    return kn_tl_sleep(p2p->tls, p2p->ntls, extra, nextra, timeout_ns, ready, arg);
+}
+
+int kn_p2p_sleep(struct kn_p2p *p2p, const int *extra, int nextra, uint64_t timeout_ns)
+{
+    return sleep_until(p2p, extra, nextra, timeout_ns, NULL, NULL);
+}
+
+int kn_p2p_can_wake(struct kn_p2p *p2p, int peer)
+{
+    kn_tl_t *tl = kn_p2p_tl_of(p2p, peer);
+    return tl && tl->ops->wake;
+}
+
+void kn_p2p_wake(struct kn_p2p *p2p, int peer)
+{
+    kn_tl_t *tl = kn_p2p_tl_of(p2p, peer);
+    tl->ops->wake(tl, peer);
 }
 
 void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
@@ -1060,7 +1078,7 @@ void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
             sched_yield();
             continue;
         }
-        kn_p2p_sleep(p2p, NULL, 0, KN_NSEC_PER_SEC); /* yields instead while there is local work */
+        sleep_until(p2p, NULL, 0, KN_NSEC_PER_SEC, cond, arg); /* yields instead while there is local work */
         idle = p2p->spin_count; /* after a wake-up: poll, then yield again */
         yield_start = kn_time_ns();
     }

@@ -40,6 +40,13 @@ void kn_p2p_wait(kn_p2p_t *p2p, int (*cond)(void *), void *arg);
  * Returns whether an extra descriptor is readable. */
 int kn_p2p_sleep(kn_p2p_t *p2p, const int *extra, int nextra, uint64_t timeout_ns);
 
+/* Memory shared with local peers outside the transports (collectives'
+ * flags): whether peer's transport can wake it when something is published
+ * there, and the wake-up itself (nothing if it is not asleep).  A waiter
+ * uses kn_p2p_wait, whose condition is checked again once it is armed. */
+int kn_p2p_can_wake(kn_p2p_t *p2p, int peer);
+void kn_p2p_wake(kn_p2p_t *p2p, int peer);
+
 /* The thresholds in force (after clamping to what the transports allow). */
 typedef struct kn_p2p_limits {
     size_t inline_max, eager_max, cma_min, bulk_chunk;

@@ -268,6 +268,11 @@ static void doorbell_ring(shm_tl_t *s, int li)
     }
 }
 
+static void shm_wake(kn_tl_t *tl, int peer)
+{
+    doorbell_ring(shm_of(tl), local_index(shm_of(tl), peer));
+}
+
 static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, const void *payload,
                               size_t len)
 {
@@ -606,6 +611,7 @@ static const kn_tl_ops_t shm_ops = {
     .put = shm_put,
     .arm = shm_arm,
     .disarm = shm_disarm,
+    .wake = shm_wake,
     .destroy = shm_destroy,
 };
 

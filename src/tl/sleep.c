@@ -6,7 +6,8 @@
 #include "util/log.h"
 #include "util/time.h"
 
-int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64_t timeout_ns)
+int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64_t timeout_ns,
+                int (*ready)(void *), void *ready_arg)
 {
     struct pollfd fds[12];
     kn_tl_t *armed[8];
@@ -27,6 +28,8 @@ int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64
             break;
         }
     }
+    if (!busy && ready && ready(ready_arg))
+        busy = 1;
     if (!busy && k + nextra) {
         for (int i = 0; i < nextra; i++)
             fds[k + i] = (struct pollfd){.fd = extra[i], .events = POLLIN};

@@ -116,6 +116,10 @@ typedef struct kn_tl_ops {
      * transport cannot sleep (its progress is all local). */
     int (*arm)(kn_tl_t *tl);
     void (*disarm)(kn_tl_t *tl);
+    /* Wake peer if it sleeps here: the caller has just published, in memory
+     * the peer polls, something it may be waiting for.  NULL: the transport
+     * has no such memory. */
+    void (*wake)(kn_tl_t *tl, int peer);
     void (*destroy)(kn_tl_t *tl);
 } kn_tl_ops_t;
 
@@ -135,8 +139,12 @@ struct kn_tl {
 
 /* Sleep in every transport that can until one of them has something, one
  * of the extra file descriptors (nextra, at most 4) is readable, or
- * timeout_ns passed.  The caller has just found nothing to do.  Returns
- * whether an extra descriptor is readable. */
-int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64_t timeout_ns);
+ * timeout_ns passed.  The caller has just found nothing to do.  ready
+ * (NULL: none) is asked again once every transport is armed, so that
+ * whatever a peer publishes before it looks for sleepers is seen, and
+ * whatever it publishes after rings.  Returns whether an extra descriptor
+ * is readable. */
+int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64_t timeout_ns,
+                int (*ready)(void *), void *ready_arg);
 
 #endif

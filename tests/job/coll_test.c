@@ -6,6 +6,10 @@
  *                              commutative user ops
  *   coll_test determinism      floating point: same bits everywhere
  *   coll_test nb               nonblocking, overlapped with p2p traffic
+ *   coll_test late MAXSEC      one rank arrives 20 ms late, in turn, at
+ *                              barriers and small allreduces while the others
+ *                              sleep: all done within MAXSEC (a lost wake-up
+ *                              costs a waiter a whole second)
  *   coll_test errors           invalid arguments are refused
  *   coll_test bench [ITERS]    median latencies (rank 0 prints a table)
  * Every result is checked against a reference computed locally.  Prints
@@ -737,6 +741,37 @@ static void nonblocking(knit_comm_t *c, int iters)
 
 /* ------------------------------------------------------------ errors */
 
+static double now_sec(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void late(knit_comm_t *c, double max_sec)
+{
+    int p = knit_comm_size(c), r = knit_comm_rank(c), rounds = 2 * p + 6;
+    OK(knit_barrier(c));
+    double t0 = now_sec();
+    for (int i = 0; i < rounds; i++) {
+        if (i % p == r)
+            nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+        what = "late barrier";
+        OK(knit_barrier(c));
+        if (i % p == r)
+            nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+        uint64_t v = (uint64_t)r + (uint64_t)i, sum = 0;
+        what = "late allreduce";
+        OK(knit_allreduce(c, &v, &sum, 1, KNIT_UINT64, &SUM));
+        CHECK(sum == (uint64_t)p * (uint64_t)(p - 1) / 2 + (uint64_t)p * (uint64_t)i,
+              "allreduce %d: %llu", i, (unsigned long long)sum);
+    }
+    double t = now_sec() - t0;
+    what = "late";
+    CHECK(t < max_sec, "%d late arrivals of 20 ms took %.2f s (more than %.2f: a lost wake-up?)", 2 * rounds, t,
+          max_sec);
+}
+
 static void errors(knit_comm_t *c)
 {
     what = "errors";
@@ -830,7 +865,7 @@ static void bench(knit_comm_t *c, int iters)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: coll_test suite MAXBYTES | user | determinism | nb | errors | bench [ITERS]\n");
+        fprintf(stderr, "usage: coll_test suite MAXBYTES | user | determinism | nb | late MAXSEC | errors | bench [ITERS]\n");
         return 2;
     }
     OK(knit_init(&argc, &argv, &ctx));
@@ -858,6 +893,8 @@ int main(int argc, char **argv)
         determinism(w);
     } else if (!strcmp(cs, "nb")) {
         nonblocking(w, argc > 2 ? atoi(argv[2]) : 20);
+    } else if (!strcmp(cs, "late")) {
+        late(w, argc > 2 ? atof(argv[2]) : 5.0);
     } else if (!strcmp(cs, "errors")) {
         errors(w);
     } else if (!strcmp(cs, "bench")) {

@@ -45,6 +45,18 @@ for n in 1 2 3 4 8; do
 done
 run nb.n4.block 120 -n 4 -x KNIT_WAIT=block "$PROG" nb 5
 
+# the shared-segment forms of small blocking collectives (KNIT_COLL_SHM_MAX):
+# waiters asleep are woken by whoever publishes (a lost wake-up costs 1 s);
+# without them the message algorithms serve small sizes; with the largest
+# slots they serve everything up to 64 KiB
+run late.n2.block 120 -n 2 -x KNIT_WAIT=block "$PROG" late 2.5
+run late.n5.block 120 -n 5 -x KNIT_WAIT=block "$PROG" late 3.5
+for n in 4 7; do
+    run "suite.noshm.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=0 "$PROG" suite 16k
+    run "suite.shm64k.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=64k "$PROG" suite 128k
+done
+run sub.shm64k.n6 120 -n 6 -x KNIT_COLL_SHM_MAX=64k "$PROG" sub 64k
+
 # every algorithm forced, at process counts with and without remainders
 forced=(BARRIER=dissemination BARRIER=node
         BCAST=binomial BCAST=scatter_allgather BCAST=node BCAST=linear

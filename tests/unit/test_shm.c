@@ -63,7 +63,7 @@ static void consumer(kn_shm_params_t *p, int go, int res)
     uint64_t t1 = kn_time_ns();
     while (g.next == TOTAL && kn_time_ns() - t1 < 10 * KN_NSEC_PER_SEC)
         if (!tl->ops->progress(tl))
-            kn_tl_sleep(&tl, 1, NULL, 0, 5 * KN_NSEC_PER_SEC);
+            kn_tl_sleep(&tl, 1, NULL, 0, 5 * KN_NSEC_PER_SEC, NULL, NULL);
     uint64_t slept_ms = (kn_time_ns() - t1) / KN_NSEC_PER_MSEC;
     uint64_t out[3] = {g.next, (uint64_t)g.bad, slept_ms};
     if (write(res, out, sizeof(out)) != sizeof(out))
