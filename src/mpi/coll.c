@@ -579,9 +579,15 @@ static int st_finish(cst_t *s, knit_status_t st)
     return cls;
 }
 
+/* The native blocking form serves a blocking call where it may take a
+ * faster path than its nonblocking schedule (small collectives on one node
+ * through shared memory: docs/collectives.md). */
+#define BLOCKING(s) (!(s)->req)
+
 /* The native collective was started with status k (or preparing it
  * failed): complete a blocking call, hand out the request of a
- * nonblocking one. */
+ * nonblocking one.  A blocking call may have run the native blocking form
+ * instead (no s->cr: done; those can skip messages, see BLOCKING). */
 static int st_run(cst_t *s, knit_status_t k)
 {
     kn_mpi_comm_t *c = s->c;
@@ -595,7 +601,8 @@ static int st_run(cst_t *s, knit_status_t k)
         *s->handle = r->handle;
         return MPI_SUCCESS;
     }
-    k = knit_coll_wait(&s->cr);
+    if (s->cr)
+        k = knit_coll_wait(&s->cr);
     int cls = st_finish(s, k);
     return cls == MPI_SUCCESS ? cls : kn_mpi_error(c, fn, cls, "%s", knit_strerror(k));
 }
@@ -710,7 +717,7 @@ static int barrier(MPI_Comm comm, MPI_Request *req, int nb, const char *fn)
         return err;
     cst_t local, *s;
     TRY(st_open(c, req, &local, &s, fn));
-    return st_run(s, knit_ibarrier(c->kc, &s->cr));
+    return st_run(s, BLOCKING(s) ? knit_barrier(c->kc) : knit_ibarrier(c->kc, &s->cr));
 }
 
 int MPI_Barrier(MPI_Comm comm)
@@ -748,7 +755,8 @@ static int bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
     else
         k = view_out(s, &v, t, buf, n, 0, n, &p);
     if (k == KNIT_OK)
-        k = knit_ibcast(c->kc, p, n * t->size, KNIT_BYTE, root, &s->cr);
+        k = BLOCKING(s) ? knit_bcast(c->kc, p, n * t->size, KNIT_BYTE, root)
+                        : knit_ibcast(c->kc, p, n * t->size, KNIT_BYTE, root, &s->cr);
     return st_run(s, k);
 }
 
@@ -824,10 +832,12 @@ static int blocks_eq(int kind, const void *sb, int sc, MPI_Datatype sdt, void *r
             k = knit_iscatter(c->kc, sp, rp, blk, KNIT_BYTE, root, &s->cr);
             break;
         case K_ALLGATHER:
-            k = knit_iallgather(c->kc, sp, rp, blk, KNIT_BYTE, &s->cr);
+            k = BLOCKING(s) ? knit_allgather(c->kc, sp, rp, blk, KNIT_BYTE)
+                            : knit_iallgather(c->kc, sp, rp, blk, KNIT_BYTE, &s->cr);
             break;
         default:
-            k = knit_ialltoall(c->kc, sp, rp, blk, KNIT_BYTE, &s->cr);
+            k = BLOCKING(s) ? knit_alltoall(c->kc, sp, rp, blk, KNIT_BYTE)
+                            : knit_ialltoall(c->kc, sp, rp, blk, KNIT_BYTE, &s->cr);
         }
     }
     return st_run(s, k);
@@ -1210,10 +1220,12 @@ static int reduction(int kind, const void *sb, void *rb, int count, const int *r
         return st_run(s, k);
     switch (kind) {
     case K_REDUCE:
-        k = knit_ireduce(c->kc, sp, rp, n, v.kdt, &s->kop, root, &s->cr);
+        k = BLOCKING(s) ? knit_reduce(c->kc, sp, rp, n, v.kdt, &s->kop, root)
+                        : knit_ireduce(c->kc, sp, rp, n, v.kdt, &s->kop, root, &s->cr);
         break;
     case K_ALLREDUCE:
-        k = knit_iallreduce(c->kc, sp, rp, n, v.kdt, &s->kop, &s->cr);
+        k = BLOCKING(s) ? knit_allreduce(c->kc, sp, rp, n, v.kdt, &s->kop)
+                        : knit_iallreduce(c->kc, sp, rp, n, v.kdt, &s->kop, &s->cr);
         break;
     case K_SCAN:
         k = knit_iscan(c->kc, sp, rp, n, v.kdt, &s->kop, &s->cr);
