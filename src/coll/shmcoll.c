@@ -25,6 +25,7 @@
  * the others map it, all agree it worked (else the communicator keeps the
  * message algorithms), and rank 0 unlinks it.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -92,16 +93,22 @@ static void *seg_create(char *name, size_t namelen, size_t size, int p, size_t s
         name[0] = 0;
         return NULL;
     }
+    /* the pages are reserved now: a full /dev/shm fails here, not later
+     * with SIGBUS in the middle of a collective */
     void *base = MAP_FAILED;
-    if (ftruncate(fd, (off_t)size) == 0)
+    int err = ftruncate(fd, (off_t)size) == 0 ? posix_fallocate(fd, 0, (off_t)size) : errno;
+    if (!err)
         base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+    else
+        errno = err;
     if (base == MAP_FAILED) {
         kn_info("collectives keep messages: segment %s of %zu bytes: %m", name, size);
+        close(fd);
         shm_unlink(name);
         name[0] = 0;
         return NULL;
     }
+    close(fd);
     shmc_hdr_t *h = base;
     *h = (shmc_hdr_t){.magic = SHMC_MAGIC, .nranks = (uint64_t)p, .slot = slot, .size = size};
     return base;

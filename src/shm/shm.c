@@ -222,6 +222,13 @@ knit_status_t kn_shm_create(const kn_shm_params_t *p)
         kn_error("ftruncate %s to %zu bytes: %m", name, size);
         goto err;
     }
+    /* reserve the pages now: a /dev/shm too small fails here with a
+     * message, not later with SIGBUS on the first touch of a queue */
+    int e = posix_fallocate(fd, 0, (off_t)size);
+    if (e) {
+        kn_error("node segment %s: cannot reserve %zu bytes in /dev/shm: %s", name, size, strerror(e));
+        goto err;
+    }
     seg_hdr_t *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED) {
         kn_error("mmap %s: %m", name);
