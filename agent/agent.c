@@ -29,6 +29,7 @@
 #include "util/config.h"
 #include "util/list.h"
 #include "util/log.h"
+#include "util/shmfile.h"
 
 typedef struct posted {
     kn_list_t link;
@@ -760,13 +761,9 @@ static int queue_start(void)
     char name[128];
     kn_off_seg_name(name, sizeof(name), A.g->jobid, A.g->self);
     A.seg_size = kn_off_seg_size((unsigned)A.g->local_size);
-    A.seg_fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    A.seg_fd = kn_shm_file_create(name, A.seg_size, O_CLOEXEC);
     if (A.seg_fd < 0) {
-        kn_error("shm_open %s: %m", name);
-        return -1;
-    }
-    if (ftruncate(A.seg_fd, (off_t)A.seg_size) < 0) {
-        kn_error("ftruncate %s: %m", name);
+        kn_error("agent segment %s of %zu bytes in /dev/shm: %m", name, A.seg_size);
         return -1;
     }
     A.seg = mmap(NULL, A.seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, A.seg_fd, 0);

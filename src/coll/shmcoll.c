@@ -25,7 +25,6 @@
  * the others map it, all agree it worked (else the communicator keeps the
  * message algorithms), and rank 0 unlinks it.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,6 +38,7 @@
 #include "util/compiler.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/shmfile.h"
 
 #define SHMC_MAGIC 0x6b6e6974636f6c31ull /* "knitcol1" */
 #define SHMC_MAX_RANKS 256
@@ -87,24 +87,14 @@ static void *seg_create(char *name, size_t namelen, size_t size, int p, size_t s
 {
     static unsigned made;
     snprintf(name, namelen, "/knit-%d-coll%u", (int)getpid(), made++);
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0) {
-        kn_info("collectives keep messages: shm_open %s: %m", name);
-        name[0] = 0;
-        return NULL;
-    }
-    /* the pages are reserved now: a full /dev/shm fails here, not later
-     * with SIGBUS in the middle of a collective */
-    void *base = MAP_FAILED;
-    int err = ftruncate(fd, (off_t)size) == 0 ? posix_fallocate(fd, 0, (off_t)size) : errno;
-    if (!err)
-        base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    else
-        errno = err;
+    int fd = kn_shm_file_create(name, size, 0);
+    void *base = fd < 0 ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
-        kn_info("collectives keep messages: segment %s of %zu bytes: %m", name, size);
-        close(fd);
-        shm_unlink(name);
+        kn_info("collectives keep messages: segment %s of %zu bytes in /dev/shm: %m", name, size);
+        if (fd >= 0) {
+            close(fd);
+            shm_unlink(name);
+        }
         name[0] = 0;
         return NULL;
     }
@@ -150,22 +140,23 @@ static void setup(knit_comm_t *c)
     void *base = me == 0 ? seg_create(name, sizeof(name), size, p, slot) : NULL;
     c->shm_state = SHMC_SETTING_UP;
     int ok = 0, all_ok = 0;
+    kn_shmc_t *m = calloc(1, sizeof(*m));
     knit_status_t st = knit_bcast(c, name, sizeof(name), KNIT_BYTE, 0);
     if (st == KNIT_OK && name[0]) {
         name[sizeof(name) - 1] = 0;
         if (me)
             base = seg_open(name, p, &size, &slot);
-        ok = base != NULL;
+        ok = base && m; /* everything this rank needs, before all agree */
     }
     knit_op_t min = {.kind = KNIT_OP_MIN};
     if (st == KNIT_OK)
         st = knit_allreduce(c, &ok, &all_ok, 1, KNIT_INT, &min);
     if (me == 0 && name[0])
         shm_unlink(name);
-    kn_shmc_t *m = st == KNIT_OK && all_ok ? calloc(1, sizeof(*m)) : NULL;
-    if (!m) {
+    if (st != KNIT_OK || !all_ok) {
         if (base)
             munmap(base, size);
+        free(m);
         c->shm_state = SHMC_OFF;
         return;
     }

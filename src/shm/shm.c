@@ -42,6 +42,7 @@
 
 #include "util/compiler.h"
 #include "util/log.h"
+#include "util/shmfile.h"
 #include "util/time.h"
 
 #define SEG_MAGIC 0x6b6e697473686d31ull /* "knitshm1" */
@@ -213,21 +214,10 @@ knit_status_t kn_shm_create(const kn_shm_params_t *p)
     kn_shm_segment_name(name, sizeof(name), p->jobid, p->node);
     size_t pairs_off;
     size_t size = seg_layout((unsigned)p->local_size, p->ring_entries, p->buf_size, &pairs_off);
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    int fd = kn_shm_file_create(name, size, 0);
     if (fd < 0) {
-        kn_error("shm_open %s: %m", name);
+        kn_error("node segment %s of %zu bytes in /dev/shm: %m", name, size);
         return KNIT_ERR_IO;
-    }
-    if (ftruncate(fd, (off_t)size) < 0) {
-        kn_error("ftruncate %s to %zu bytes: %m", name, size);
-        goto err;
-    }
-    /* reserve the pages now: a /dev/shm too small fails here with a
-     * message, not later with SIGBUS on the first touch of a queue */
-    int e = posix_fallocate(fd, 0, (off_t)size);
-    if (e) {
-        kn_error("node segment %s: cannot reserve %zu bytes in /dev/shm: %s", name, size, strerror(e));
-        goto err;
     }
     seg_hdr_t *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED) {
