@@ -34,6 +34,7 @@ typedef struct kn_coll_params {
     kn_p2p_t *p2p;
     int rank, size;
     const int *node_of;    /* [size] */
+    const char *jobid;     /* names shared-memory files (knitrun.md) */
 } kn_coll_params_t;
 
 /* Called by the runtime core after the p2p engine is up / before it goes. */
@@ -46,6 +47,7 @@ kn_p2p_t *kn_coll_p2p(const kn_coll_t *c);
 int kn_coll_job_rank(const kn_coll_t *c);
 int kn_coll_job_size(const kn_coll_t *c);
 int kn_coll_node_of(const kn_coll_t *c, int job_rank);
+const char *kn_coll_jobid(const kn_coll_t *c);
 
 /* ---------------------------------------------------------- groups */
 

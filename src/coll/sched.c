@@ -13,6 +13,7 @@
  * buffer from malloc is a fresh mapping whose every page faults on first
  * touch, which cost more than the copies of a 1 MiB collective.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,7 @@ struct kn_coll {
     int *node_of;
     kn_list_t active;
     knit_comm_t *world;
+    char jobid[64];
     kn_sched_t *cache[SCHED_CACHE];
     int ncache;
     scratch_hdr_t *scratch[SCRATCH_SLOTS]; /* kept scratch buffers */
@@ -107,6 +109,7 @@ kn_p2p_t *kn_coll_p2p(const kn_coll_t *c) { return c->p2p; }
 int kn_coll_job_rank(const kn_coll_t *c) { return c->rank; }
 int kn_coll_job_size(const kn_coll_t *c) { return c->size; }
 int kn_coll_node_of(const kn_coll_t *c, int r) { return c->node_of[r]; }
+const char *kn_coll_jobid(const kn_coll_t *c) { return c->jobid; }
 
 /* ------------------------------------------------------------ building */
 
@@ -422,6 +425,7 @@ knit_status_t kn_coll_create(const kn_coll_params_t *p, kn_coll_t **out)
     c->p2p = p->p2p;
     c->rank = p->rank;
     c->size = p->size;
+    snprintf(c->jobid, sizeof(c->jobid), "%s", p->jobid ? p->jobid : "");
     kn_list_init(&c->active);
     the_coll = c;
     int *all = malloc((size_t)p->size * sizeof(int));

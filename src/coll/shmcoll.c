@@ -21,7 +21,7 @@
  * message may wait for its receiver to be scheduled.
  *
  * The segment is made on a communicator's first eligible collective: rank 0
- * creates it (/dev/shm, named after its pid), sends the name over messages,
+ * creates it (/dev/shm/knit-<jobid>-n<node>-coll<pid>.<k>), sends the name over messages,
  * the others map it, all agree it worked (else the communicator keeps the
  * message algorithms), and rank 0 unlinks it.
  */
@@ -82,11 +82,14 @@ static void seg_map(kn_shmc_t *m, void *base, size_t size, int p, size_t slot)
     m->data = (char *)(m->flags + p);
 }
 
-/* Rank 0: a new segment, its name in name (empty on failure). */
-static void *seg_create(char *name, size_t namelen, size_t size, int p, size_t slot)
+/* Rank 0: a new segment, its name in name (empty on failure): a job's node
+ * file (knitrun removes what a crash leaves), unique per creating process. */
+static void *seg_create(const knit_comm_t *c, char *name, size_t namelen, size_t size, int p, size_t slot)
 {
     static unsigned made;
-    snprintf(name, namelen, "/knit-%d-coll%u", (int)getpid(), made++);
+    const kn_coll_t *coll = c->coll;
+    snprintf(name, namelen, "/knit-%s-n%d-coll%d.%u", kn_coll_jobid(coll),
+             kn_coll_node_of(coll, kn_coll_job_rank(coll)), (int)getpid(), made++);
     int fd = kn_shm_file_create(name, size, 0);
     void *base = fd < 0 ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
@@ -136,8 +139,8 @@ static void setup(knit_comm_t *c)
 {
     int p = c->g.size, me = c->g.rank;
     size_t slot = KN_ALIGN_UP(KN_MIN(kn_cfg.coll_shm_max, SHMC_MAX_SLOT), KN_CACHELINE), size = seg_size(p, slot);
-    char name[64] = "";
-    void *base = me == 0 ? seg_create(name, sizeof(name), size, p, slot) : NULL;
+    char name[128] = "";
+    void *base = me == 0 ? seg_create(c, name, sizeof(name), size, p, slot) : NULL;
     c->shm_state = SHMC_SETTING_UP;
     int ok = 0, all_ok = 0;
     kn_shmc_t *m = calloc(1, sizeof(*m));

@@ -317,7 +317,7 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
     if (st != KNIT_OK)
         goto err_boot;
     kn_coll_params_t cp = {.ctx = ctx, .p2p = ctx->p2p, .rank = ctx->rank, .size = ctx->size,
-                           .node_of = ctx->node_of};
+                           .node_of = ctx->node_of, .jobid = ctx->jobid};
     st = kn_coll_create(&cp, &ctx->coll); /* owns the world communicator */
     if (st != KNIT_OK)
         goto err_boot;

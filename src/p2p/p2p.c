@@ -1042,7 +1042,7 @@ static int sleep_until(struct kn_p2p *p2p, const int *extra, int nextra, uint64_
 
 int kn_p2p_sleep(struct kn_p2p *p2p, const int *extra, int nextra, uint64_t timeout_ns)
 {
-    return sleep_until(p2p, extra, nextra, timeout_ns, NULL, NULL);
+    return (sleep_until(p2p, extra, nextra, timeout_ns, NULL, NULL) & KN_TL_WOKE_EXTRA) != 0;
 }
 
 int kn_p2p_can_wake(struct kn_p2p *p2p, int peer)
@@ -1078,7 +1078,11 @@ void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
             sched_yield();
             continue;
         }
-        sleep_until(p2p, NULL, 0, KN_NSEC_PER_SEC, cond, arg); /* yields instead while there is local work */
+        /* yields instead while there is local work; cond, asked again once
+         * armed, may have acted on its yes (a matched probe): that yes ends
+         * the wait, cond is not asked a second time */
+        if (sleep_until(p2p, NULL, 0, KN_NSEC_PER_SEC, cond, arg) & KN_TL_WOKE_READY)
+            return;
         idle = p2p->spin_count; /* after a wake-up: poll, then yield again */
         yield_start = kn_time_ns();
     }

@@ -31,7 +31,10 @@ void kn_p2p_destroy(kn_p2p_t *p2p);
 /* One round of progress over every transport; returns events seen. */
 int kn_p2p_progress(kn_p2p_t *p2p);
 
-/* Wait until cond(arg): spin, then yield, then sleep in the transports. */
+/* Wait until cond(arg): spin, then yield, then sleep in the transports.
+ * Before sleeping, once armed, cond is asked again (so that memory a peer
+ * publishes before waking sleepers is seen); every yes of cond ends the
+ * wait, so a cond that acts on its yes (matches a probe) acts once. */
 void kn_p2p_wait(kn_p2p_t *p2p, int (*cond)(void *), void *arg);
 
 /* Sleep in the transports and on extra file descriptors (at most 4; a

@@ -28,8 +28,11 @@ int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64
             break;
         }
     }
-    if (!busy && ready && ready(ready_arg))
+    int woke = 0;
+    if (!busy && ready && ready(ready_arg)) {
         busy = 1;
+        woke = KN_TL_WOKE_READY;
+    }
     if (!busy && k + nextra) {
         for (int i = 0; i < nextra; i++)
             fds[k + i] = (struct pollfd){.fd = extra[i], .events = POLLIN};
@@ -41,5 +44,5 @@ int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64
     }
     for (int i = 0; i < k; i++)
         armed[i]->ops->disarm(armed[i]);
-    return extra_ready;
+    return woke | (extra_ready ? KN_TL_WOKE_EXTRA : 0);
 }

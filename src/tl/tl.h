@@ -142,8 +142,12 @@ struct kn_tl {
  * timeout_ns passed.  The caller has just found nothing to do.  ready
  * (NULL: none) is asked again once every transport is armed, so that
  * whatever a peer publishes before it looks for sleepers is seen, and
- * whatever it publishes after rings.  Returns whether an extra descriptor
- * is readable. */
+ * whatever it publishes after rings; when it says yes, nothing sleeps and
+ * the caller must take that yes as its answer (ready may have acted on it:
+ * a matched probe).  Returns KN_TL_WOKE_* bits: an extra descriptor is
+ * readable, ready said yes. */
+#define KN_TL_WOKE_EXTRA 1
+#define KN_TL_WOKE_READY 2
 int kn_tl_sleep(kn_tl_t *const *tls, int n, const int *extra, int nextra, uint64_t timeout_ns,
                 int (*ready)(void *), void *ready_arg);
 
