@@ -146,7 +146,8 @@ static int crowded(const kn_sched_t *s, int *ranks_per_core)
 /* Allgather on a crowded host goes linear (every block to every rank at
  * once, one round) for tiny blocks, where log2(p) rounds cost a wake-up
  * each and p-1 inline sends cost little (8 B: 4 ranks 5.23 -> 4.99 us;
- * above 4 ranks the leader form below does better), and from 4 ranks per core where the ring would run,
+ * above 4 ranks the leader form below does better), and from 4 ranks per
+ * core where the ring would run,
  * whose p-1 steps each wait for a descheduled neighbour (8 ranks, 1 MiB
  * blocks: 10.4 -> 9.0 ms; at 2 per core the ring stays ahead, and 1 KiB to
  * 64 KiB blocks stay with recursive doubling: 8 ranks, 1 KiB 25 vs 31 us). */
@@ -731,10 +732,11 @@ static void alltoall_leader(kn_sched_t *s, const kn_grp_t *g, const char *sb, ch
         kn_sched_recv(s, g, i, in + (size_t)i * row, row, SUB_FLAT);
     kn_sched_copy(s, sb, in, row);
     kn_sched_round(s);
-    for (int j = 0; j < p; j++)
+    for (int j = 0; j < p; j++) {
+        char *to = j ? out + (size_t)j * row : rb;
         for (int i = 0; i < p; i++)
-            kn_sched_copy(s, in + (size_t)i * row + (size_t)j * len, (j ? out + (size_t)j * row : rb) + (size_t)i * len,
-                          len);
+            kn_sched_copy(s, in + (size_t)i * row + (size_t)j * len, to + (size_t)i * len, len);
+    }
     for (int j = 1; j < p; j++)
         kn_sched_send(s, g, j, out + (size_t)j * row, row, SUB_FLAT);
     kn_sched_round(s);

@@ -70,7 +70,8 @@ enum { SHMC_UNTRIED = 0, SHMC_READY = 1, SHMC_OFF = -1, SHMC_SETTING_UP = 2 };
 
 static size_t seg_size(int p, size_t slot)
 {
-    return KN_ALIGN_UP(sizeof(shmc_hdr_t), KN_CACHELINE) + (size_t)p * sizeof(shmc_flag_t) + SHMC_SETS * (size_t)p * slot;
+    return KN_ALIGN_UP(sizeof(shmc_hdr_t), KN_CACHELINE) + (size_t)p * sizeof(shmc_flag_t) +
+           SHMC_SETS * (size_t)p * slot;
 }
 
 static void seg_map(kn_shmc_t *m, void *base, size_t size, int p, size_t slot)
