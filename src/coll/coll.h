@@ -75,7 +75,7 @@ struct knit_comm {
     int *leader_cr;         /* [nnodes] */
     int *node_idx;          /* [size] index of each comm rank's node in leaders */
     kn_shmc_t *shm;         /* shared segment of the small collectives (shmcoll.c) */
-    int shm_state;
+    int shm_state;          /* while shm is NULL: not tried, off, being set up */
 };
 
 /* ---------------------------------------------------------- reductions */
@@ -191,6 +191,10 @@ void kn_alg_allgather_bruck(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t 
 /* Every block in to rank 0 of g, the whole vector out again: 2 (p - 1)
  * messages and two rounds, for tiny blocks on a crowded host. */
 void kn_alg_allgather_leader(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own, int sub);
+/* the ring, or with linear set every block at once */
+void kn_alg_allgather_ring_or_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
+                                     int sub, int linear);
+
 /* ------------------------------------------------ shared-memory forms
  * Blocking collectives moving at most KNIT_COLL_SHM_MAX bytes per rank on
  * a communicator within one node (shmcoll.c).  kn_shmc_usable says whether
@@ -207,9 +211,5 @@ void kn_shmc_reduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit
 /* sb NULL: in place */
 void kn_shmc_allgather(knit_comm_t *c, const void *sb, void *rb, size_t len);
 void kn_shmc_alltoall(knit_comm_t *c, const void *sb, void *rb, size_t len);
-
-/* the ring, or with linear set every block at once */
-void kn_alg_allgather_ring_or_linear(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t len, const char *own,
-                                     int sub, int linear);
 
 #endif

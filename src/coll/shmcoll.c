@@ -21,9 +21,9 @@
  * message may wait for its receiver to be scheduled.
  *
  * The segment is made on a communicator's first eligible collective: rank 0
- * creates it (/dev/shm/knit-<jobid>-n<node>-coll<pid>.<k>), sends the name over messages,
- * the others map it, all agree it worked (else the communicator keeps the
- * message algorithms), and rank 0 unlinks it.
+ * creates it (/dev/shm/knit-<jobid>-n<node>-coll<pid>.<k>), sends the name
+ * over messages, the others map it, all agree it worked (else the
+ * communicator keeps the message algorithms), and rank 0 unlinks it.
  */
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -66,7 +66,8 @@ struct kn_shmc {
     uint64_t all_seen;    /* every flag was at least this */
 };
 
-enum { SHMC_UNTRIED = 0, SHMC_READY = 1, SHMC_OFF = -1, SHMC_SETTING_UP = 2 };
+/* knit_comm.shm_state while it has no segment (c->shm) */
+enum { SHMC_UNTRIED = 0, SHMC_OFF, SHMC_SETTING_UP };
 
 static size_t seg_size(int p, size_t slot)
 {
@@ -166,12 +167,11 @@ static void setup(knit_comm_t *c)
     }
     seg_map(m, base, size, p, slot);
     c->shm = m;
-    c->shm_state = SHMC_READY;
 }
 
 int kn_shmc_usable(knit_comm_t *c, size_t bytes)
 {
-    if (kn_likely(c->shm_state == SHMC_READY))
+    if (kn_likely(c->shm != NULL))
         return bytes <= c->shm->slot;
     if (c->shm_state != SHMC_UNTRIED)
         return 0;
@@ -186,7 +186,7 @@ int kn_shmc_usable(knit_comm_t *c, size_t bytes)
         return 0;
     }
     setup(c);
-    return c->shm_state == SHMC_READY && bytes <= c->shm->slot;
+    return c->shm && bytes <= c->shm->slot;
 }
 
 void kn_shmc_free(knit_comm_t *c)
@@ -283,14 +283,8 @@ void kn_shmc_reduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit
     /* rb = x0 op (x1 op (... op x[p-1])): rank order, whatever the op */
     kn_shmc_t *m = c->shm;
     memcpy(rb, slot_of(m, p, k, p - 1), bytes);
-    kn_reduce_fn_t fn = op->kind == KNIT_OP_USER ? NULL : kn_coll_reduce_fn(op->kind, t);
-    for (int i = p - 2; i >= 0; i--) {
-        const void *x = slot_of(m, p, k, i);
-        if (fn)
-            fn(x, rb, count);
-        else
-            op->fn(x, rb, count, t, op->arg);
-    }
+    for (int i = p - 2; i >= 0; i--)
+        knit_reduce_local(slot_of(m, p, k, i), rb, count, t, op); /* op checked by the caller */
 }
 
 void kn_shmc_allgather(knit_comm_t *c, const void *sb, void *rb, size_t len)

@@ -739,20 +739,20 @@ static void nonblocking(knit_comm_t *c, int iters)
     free(a3);
 }
 
-/* ------------------------------------------------------------ errors */
+/* ------------------------------------------------------------ late */
 
-static double now_sec(void)
+static double now_us(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 static void late(knit_comm_t *c, double max_sec)
 {
     int p = knit_comm_size(c), r = knit_comm_rank(c), rounds = 2 * p + 6;
     OK(knit_barrier(c));
-    double t0 = now_sec();
+    double t0 = now_us();
     for (int i = 0; i < rounds; i++) {
         if (i % p == r)
             nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
@@ -766,11 +766,13 @@ static void late(knit_comm_t *c, double max_sec)
         CHECK(sum == (uint64_t)p * (uint64_t)(p - 1) / 2 + (uint64_t)p * (uint64_t)i,
               "allreduce %d: %llu", i, (unsigned long long)sum);
     }
-    double t = now_sec() - t0;
+    double t = (now_us() - t0) / 1e6;
     what = "late";
     CHECK(t < max_sec, "%d late arrivals of 20 ms took %.2f s (more than %.2f: a lost wake-up?)", 2 * rounds, t,
           max_sec);
 }
+
+/* ------------------------------------------------------------ errors */
 
 static void errors(knit_comm_t *c)
 {
@@ -800,13 +802,6 @@ static void errors(knit_comm_t *c)
 }
 
 /* ------------------------------------------------------------ bench */
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 static int cmpd(const void *a, const void *b)
 {
