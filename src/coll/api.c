@@ -172,6 +172,14 @@ static int via_shm(knit_comm_t *c, knit_coll_request_t **req, int algo, size_t b
     return !req && !algo && kn_shmc_usable(c, bytes);
 }
 
+/* Larger ones copy straight from the other ranks' buffers (shmcoll.c),
+ * each rank as soon as it runs, where messages would make it wait for
+ * peers in every round. */
+static int via_direct(knit_comm_t *c, knit_coll_request_t **req, int algo, size_t bytes)
+{
+    return !req && !algo && kn_shmc_direct(c, bytes);
+}
+
 static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 {
     CHECK(member(c));
@@ -359,6 +367,8 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
         kn_shmc_reduce(c, IN_PLACE(sb) ? rb : sb, rb, count, t, op, -1);
         return KNIT_OK;
     }
+    if (count && via_direct(c, req, kn_cfg.coll_allreduce, count * knit_dtype_size(t)))
+        return kn_shmc_allreduce_direct(c, IN_PLACE(sb) ? NULL : sb, rb, count, t, op);
     kn_sched_t *s = kn_sched_new(c, t, op);
     if (!s)
         return KNIT_ERR_NOMEM;
@@ -581,6 +591,8 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
         kn_shmc_allgather(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
         return KNIT_OK;
     }
+    if (count && via_direct(c, req, kn_cfg.coll_allgather, count * knit_dtype_size(t)))
+        return kn_shmc_allgather_direct(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
@@ -759,6 +771,8 @@ static knit_status_t do_alltoall(knit_comm_t *c, const void *sb, void *rb, size_
         kn_shmc_alltoall(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
         return KNIT_OK;
     }
+    if (count && !IN_PLACE(sb) && via_direct(c, req, kn_cfg.coll_alltoall, count * knit_dtype_size(t) * (size_t)c->g.size))
+        return kn_shmc_alltoall_direct(c, sb, rb, count * knit_dtype_size(t));
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;

@@ -211,5 +211,13 @@ void kn_shmc_reduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit
 /* sb NULL: in place */
 void kn_shmc_allgather(knit_comm_t *c, const void *sb, void *rb, size_t len);
 void kn_shmc_alltoall(knit_comm_t *c, const void *sb, void *rb, size_t len);
+/* Large parts, straight from the other ranks' buffers, where kn_shmc_direct
+ * says so (KNIT_COLL_DIRECT_MIN; every member can read every other's
+ * memory).  sb NULL: in place (not for alltoall). */
+int kn_shmc_direct(knit_comm_t *c, size_t bytes);
+knit_status_t kn_shmc_allreduce_direct(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
+                                       const knit_op_t *op);
+knit_status_t kn_shmc_allgather_direct(knit_comm_t *c, const void *sb, void *rb, size_t len);
+knit_status_t kn_shmc_alltoall_direct(knit_comm_t *c, const void *sb, void *rb, size_t len);
 
 #endif

@@ -1057,6 +1057,18 @@ void kn_p2p_wake(struct kn_p2p *p2p, int peer)
     tl->ops->wake(tl, peer);
 }
 
+int kn_p2p_can_get(struct kn_p2p *p2p, int peer)
+{
+    kn_tl_t *tl = kn_p2p_tl_of(p2p, peer);
+    return tl && tl->ops->get && !tl->ops->mem_reg && (tl->ops->caps(tl, peer) & KN_TL_CAP_RMA);
+}
+
+knit_status_t kn_p2p_get(struct kn_p2p *p2p, int peer, void *local, size_t len, uint64_t raddr)
+{
+    kn_tl_t *tl = kn_p2p_tl_of(p2p, peer);
+    return tl->ops->get(tl, peer, local, len, raddr, 0, NULL);
+}
+
 void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
 {
     uint64_t idle = 0, yield_start = 0;

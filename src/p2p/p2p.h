@@ -50,6 +50,13 @@ int kn_p2p_sleep(kn_p2p_t *p2p, const int *extra, int nextra, uint64_t timeout_n
 int kn_p2p_can_wake(kn_p2p_t *p2p, int peer);
 void kn_p2p_wake(kn_p2p_t *p2p, int peer);
 
+/* Reading a local peer's memory at an address it published (collectives
+ * that copy straight from the other ranks' buffers): whether peer's
+ * transport can (a bulk get needing no registration), and the copy itself,
+ * done on return. */
+int kn_p2p_can_get(kn_p2p_t *p2p, int peer);
+knit_status_t kn_p2p_get(kn_p2p_t *p2p, int peer, void *local, size_t len, uint64_t raddr);
+
 /* The thresholds in force (after clamping to what the transports allow). */
 typedef struct kn_p2p_limits {
     size_t inline_max, eager_max, cma_min, bulk_chunk;

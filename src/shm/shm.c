@@ -26,7 +26,6 @@
 #include "shm/shm.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -510,13 +509,14 @@ static int coop_reap(shm_tl_t *s)
 }
 
 /* Copy with the peer's help when the block is large enough; comp NULL:
- * return only when the copy is complete. */
+ * alone, complete on return (the caller's peers have copies of their own
+ * to make: a collective reading from every rank at once). */
 static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, uint64_t raddr, int write,
                               kn_tl_comp_t *comp)
 {
     int li = local_index(s, peer);
     pid_t pid = peer_pid(s, li);
-    if (!s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li] || s->out[li].coop_comp)
+    if (!comp || !s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li] || s->out[li].coop_comp)
         return cma_raw(pid, peer, local, len, raddr, write);
     coop_t *c = &s->out[li].ctl->coop;
     uint32_t nchunks = (uint32_t)((len + s->coop_chunk - 1) / s->coop_chunk);
@@ -556,12 +556,10 @@ static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, ui
     for (unsigned spins = 0; !coop_helper_done(s, li); spins++) {
         if (spins < 1000) { /* a running helper ends its chunk about when we do */
             kn_cpu_relax();
-        } else if (comp) { /* a descheduled one: progress completes the copy */
+        } else { /* a descheduled one: progress completes the copy */
             s->out[li].coop_comp = comp;
             s->out[li].coop_st = st;
             return KNIT_INPROGRESS;
-        } else {
-            sched_yield();
         }
     }
     return coop_finish(s, li, st);

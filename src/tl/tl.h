@@ -99,7 +99,8 @@ typedef struct kn_tl_ops {
     unsigned (*caps)(kn_tl_t *tl, int peer);
     /* Bulk copies between local memory and a peer's (rkey from the peer's
      * mem_reg).  KNIT_OK: done on return; KNIT_INPROGRESS: comp->cb is
-     * called from a later progress; negative: failed, nothing pending. */
+     * called from a later progress; negative: failed, nothing pending.
+     * comp NULL: done on return (by this process alone). */
     knit_status_t (*get)(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr,
                          uint64_t rkey, kn_tl_comp_t *comp);
     knit_status_t (*put)(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,

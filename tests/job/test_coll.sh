@@ -52,10 +52,34 @@ run nb.n4.block 120 -n 4 -x KNIT_WAIT=block "$PROG" nb 5
 run late.n2.block 120 -n 2 -x KNIT_WAIT=block "$PROG" late 2.5
 run late.n5.block 120 -n 5 -x KNIT_WAIT=block "$PROG" late 3.5
 for n in 4 7; do
-    run "suite.noshm.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=0 "$PROG" suite 16k
+    run "suite.noshm.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=0 -x KNIT_COLL_DIRECT_MIN=0 "$PROG" suite 256k
     run "suite.shm64k.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=64k "$PROG" suite 128k
 done
 run sub.shm64k.n6 120 -n 6 -x KNIT_COLL_SHM_MAX=64k "$PROG" sub 64k
+# large ones copied straight from the ranks' buffers (KNIT_COLL_DIRECT_MIN),
+# moved down so that every size above 64-byte slots goes that way; without
+# cross-memory attach rank 0 says they keep messages
+for n in 2 5 8; do
+    run "suite.direct.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=64 -x KNIT_COLL_DIRECT_MIN=1 "$PROG" suite 256k
+done
+run sub.direct.n6 120 -n 6 -x KNIT_COLL_SHM_MAX=0 -x KNIT_COLL_DIRECT_MIN=1 "$PROG" sub 64k
+for c in user determinism; do
+    run "$c.direct.n5" 120 -n 5 -x KNIT_COLL_SHM_MAX=0 -x KNIT_COLL_DIRECT_MIN=1 "$PROG" $c
+done
+for cma in on off; do
+    out=$("$KNITRUN" --timeout 60 -n 3 -x KNIT_CMA=$cma -x KNIT_COLL_DIRECT_MIN=1 -x KNIT_LOG_LEVEL=info \
+        "$PROG" suite 16k 2>&1)
+    rc=$?
+    want="copy straight from the ranks' buffers"
+    [ $cma = off ] && want="copy by messages: a member cannot read another's memory"
+    if [ $rc -eq 0 ] && grep -q "^ok suite" <<<"$out" && grep -qF "$want" <<<"$out"; then
+        echo "PASS coll.direct.cma_$cma.n3"
+    else
+        echo "FAIL coll.direct.cma_$cma.n3: exit $rc (expected: $want)"
+        grep -v " info: " <<<"$out" | tail -n 15
+        fails=$((fails + 1))
+    fi
+done
 # no room in /dev/shm for the collectives' segment (a private 5 MiB tmpfs:
 # the transport's 4.1 MiB segment fits, 2 MiB of 64 KiB slots do not):
 # rank 0 says so and the communicator keeps messages
