@@ -771,7 +771,8 @@ static knit_status_t do_alltoall(knit_comm_t *c, const void *sb, void *rb, size_
         kn_shmc_alltoall(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
         return KNIT_OK;
     }
-    if (count && !IN_PLACE(sb) && via_direct(c, req, kn_cfg.coll_alltoall, count * knit_dtype_size(t) * (size_t)c->g.size))
+    if (count && !IN_PLACE(sb) &&
+        via_direct(c, req, kn_cfg.coll_alltoall, count * knit_dtype_size(t) * (size_t)c->g.size))
         return kn_shmc_alltoall_direct(c, sb, rb, count * knit_dtype_size(t));
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)

@@ -1,6 +1,7 @@
 /*
  * Blocking collectives of small vectors through a segment the ranks of a
- * one-node communicator share.
+ * one-node communicator share, and of large ones straight from the ranks'
+ * buffers, synchronized through it (the direct forms, at the end).
  *
  * Each member has a flag line (the number of the last collective it
  * entered) and SHMC_SETS slots, used by collectives in turn.  In collective
@@ -43,6 +44,7 @@
 #define SHMC_MAGIC 0x6b6e6974636f6c31ull /* "knitcol1" */
 #define SHMC_MAX_RANKS 256
 #define SHMC_MAX_SLOT (64 * 1024)
+#define SHMC_BUDGET (8u << 20) /* slot bytes of one communicator, at most (1 MiB / p per slot) */
 #define SHMC_SETS 8 /* collectives a rank may run ahead of the slowest, less one */
 
 /* What a rank of a direct collective publishes in its slot. */
@@ -150,7 +152,7 @@ static void *seg_open(const char *name, int p, size_t *size, size_t *slot)
 static void setup(knit_comm_t *c)
 {
     int p = c->g.size, me = c->g.rank;
-    size_t small = KN_MIN(kn_cfg.coll_shm_max, SHMC_MAX_SLOT);
+    size_t small = KN_MIN(KN_MIN(kn_cfg.coll_shm_max, SHMC_MAX_SLOT), SHMC_BUDGET / SHMC_SETS / (size_t)p);
     /* a slot holds at least the addresses of the direct forms */
     size_t slot = KN_ALIGN_UP(KN_MAX(small, sizeof(direct_part_t)), KN_CACHELINE), size = seg_size(p, slot);
     char name[128] = "";
@@ -200,7 +202,8 @@ int kn_shmc_usable(knit_comm_t *c, size_t bytes)
         return 0;
     /* the same answer on every member: the communicator's shape, the
      * settings (alike everywhere), and the transports between its ranks */
-    int ok = (kn_cfg.coll_shm_max > 0 || kn_cfg.coll_direct_min > 0) && c->nnodes == 1 && c->g.size > 1 && c->g.size <= SHMC_MAX_RANKS;
+    int ok = (kn_cfg.coll_shm_max > 0 || kn_cfg.coll_direct_min > 0) && c->nnodes == 1 && c->g.size > 1 &&
+             c->g.size <= SHMC_MAX_RANKS;
     kn_p2p_t *p2p = kn_coll_p2p(c->coll);
     for (int i = 0; ok && i < c->g.size; i++)
         ok = i == c->g.rank || kn_p2p_can_wake(p2p, c->g.job[i]);
