@@ -583,6 +583,39 @@ static knit_status_t do_scatterv(knit_comm_t *c, const void *sb, const size_t *s
 
 /* ------------------------------------------------------------ allgather */
 
+/* Node-aware allgather on a communicator whose nodes hold contiguous rank
+ * ranges: each node's blocks gathered at its leader, the leaders exchange
+ * whole node ranges, and each leader broadcasts the vector in its node.
+ * Between nodes every block crosses once per node that needs it, where the
+ * ring carries it over p - 1 links. */
+static void allgather_node(kn_sched_t *s, const knit_comm_t *c, char *rb, size_t len, const char *own)
+{
+    const kn_grp_t *l = &c->local;
+    int p = c->g.size, first = c->local_cr[0];
+    if (l->rank == 0) {
+        for (int i = 1; i < l->size; i++)
+            kn_sched_recv(s, l, i, rb + (size_t)(first + i) * len, len, SUB_LOCAL_IN);
+        if (own)
+            kn_sched_copy(s, own, rb + (size_t)first * len, len);
+    } else {
+        kn_sched_send(s, l, 0, own ? own : rb + (size_t)c->g.rank * len, len, SUB_LOCAL_IN);
+    }
+    kn_sched_round(s);
+    if (l->rank == 0 && c->nnodes > 1) {
+        int n = c->nnodes;
+        size_t *off = kn_sched_alloc(s, 2 * (size_t)n * sizeof(size_t));
+        if (!off)
+            return;
+        for (int i = 0; i < n; i++) {
+            int end = i + 1 < n ? c->leader_cr[i + 1] : p;
+            off[i] = (size_t)c->leader_cr[i] * len;
+            off[n + i] = (size_t)(end - c->leader_cr[i]) * len;
+        }
+        kn_alg_allgatherv_ring(s, &c->leaders, rb, off + n, off, NULL, SUB_LEADERS);
+    }
+    bcast_flat(s, l, rb, (size_t)p * len, 0, SUB_LOCAL_OUT);
+}
+
 static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
                                   knit_coll_request_t **req)
 {
@@ -601,6 +634,8 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
     char *r = rb;
     const char *own = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it while sending */
     int algo = kn_cfg.coll_allgather;
+    if (algo == 6 && !c->node_contig)
+        algo = 0;
     /* the crowded forms send every rank's block to one rank or to all:
      * between nodes each of those messages costs a network round trip,
      * where recursive doubling sends log2(p) per rank (4 ranks on 2
@@ -618,7 +653,9 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
         else
             algo = total >= kn_cfg.coll_allgather_long ? 3 : 1;
     }
-    if (algo == 5)
+    if (algo == 6)
+        allgather_node(s, c, r, len, own);
+    else if (algo == 5)
         kn_alg_allgather_leader(s, &c->g, r, len, own, SUB_FLAT);
     else if (algo == 1)
         kn_alg_allgather_rd(s, &c->g, r, len, own, SUB_FLAT);

@@ -104,7 +104,7 @@ forced=(BARRIER=dissemination BARRIER=node
         BCAST=binomial BCAST=scatter_allgather BCAST=node BCAST=linear
         REDUCE=binomial REDUCE=rabenseifner REDUCE=node REDUCE=linear
         ALLREDUCE=recursive_doubling ALLREDUCE=rabenseifner ALLREDUCE=ring ALLREDUCE=node ALLREDUCE=linear
-        ALLGATHER=recursive_doubling ALLGATHER=bruck ALLGATHER=ring ALLGATHER=linear ALLGATHER=leader
+        ALLGATHER=recursive_doubling ALLGATHER=bruck ALLGATHER=ring ALLGATHER=linear ALLGATHER=leader ALLGATHER=node
         ALLTOALL=pairwise ALLTOALL=bruck ALLTOALL=linear ALLTOALL=leader
         GATHER=binomial GATHER=linear
         REDUCE_SCATTER=ring REDUCE_SCATTER=reduce_scatterv)
@@ -133,7 +133,7 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     done
     run nodes2.determinism.n6 180 -n 6 --nodes 2 "$PROG" determinism
     run nodes2.suite.n4.16m 180 -n 4 --nodes 2 "$PROG" suite 4m
-    for f in ALLREDUCE=ring NODE_AWARE=off NODE_AWARE=on; do
+    for f in ALLREDUCE=ring ALLGATHER=node NODE_AWARE=off NODE_AWARE=on; do
         name=$(tr 'A-Z=' 'a-z.' <<<"$f")
         run "nodes3.forced.$name.n7" 180 -n 7 --nodes 3 -x "KNIT_COLL_$f" "$PROG" suite 16k
     done
