@@ -323,14 +323,26 @@ void kn_shmc_reduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit
         knit_reduce_local(slot_of(m, p, k, i), rb, count, t, op); /* op checked by the caller */
 }
 
+static uint64_t enter_direct(knit_comm_t *c, const void *src, const void *res);
+
+/* An allgather's start, through the slots or direct: my block published
+ * and in place, everyone's published. */
+static uint64_t allgather_start(knit_comm_t *c, const void *sb, char *out, size_t len, int direct)
+{
+    int me = c->g.rank;
+    const void *mine = sb ? sb : out + (size_t)me * len;
+    uint64_t k = direct ? enter_direct(c, mine, NULL) : enter(c, mine, len);
+    if (sb)
+        memcpy(out + (size_t)me * len, sb, len);
+    wait_for(c, -1, k);
+    return k;
+}
+
 void kn_shmc_allgather(knit_comm_t *c, const void *sb, void *rb, size_t len)
 {
     int p = c->g.size, me = c->g.rank;
     char *out = rb;
-    uint64_t k = enter(c, sb ? sb : out + (size_t)me * len, len);
-    if (sb)
-        memcpy(out + (size_t)me * len, sb, len);
-    wait_for(c, -1, k);
+    uint64_t k = allgather_start(c, sb, out, len, 0);
     for (int i = 0; i < p; i++)
         if (i != me)
             memcpy(out + (size_t)i * len, slot_of(c->shm, p, k, i), len);
@@ -378,10 +390,7 @@ knit_status_t kn_shmc_allgather_direct(knit_comm_t *c, const void *sb, void *rb,
 {
     int p = c->g.size, me = c->g.rank;
     char *out = rb;
-    uint64_t k = enter_direct(c, sb ? sb : out + (size_t)me * len, NULL);
-    if (sb)
-        memcpy(out + (size_t)me * len, sb, len);
-    wait_for(c, -1, k);
+    uint64_t k = allgather_start(c, sb, out, len, 1);
     knit_status_t st = KNIT_OK;
     for (int j = 1; j < p && st == KNIT_OK; j++) { /* from my right: not all from one rank at once */
         int r = (me + j) % p;

@@ -9,6 +9,21 @@ KNITRUN=${KNIT_BIN:-$BUILD/bin}/knitrun
 PROG=$BUILD/tests/job/coll_test
 fails=0
 
+# name want knitrun-args...: passes, and its output (info level) says want
+run_says() {
+    local name=$1 want=$2; shift 2
+    local out
+    out=$("$@" 2>&1)
+    local rc=$?
+    if [ $rc -eq 0 ] && grep -q "^ok " <<<"$out" && grep -qF "$want" <<<"$out"; then
+        echo "PASS coll.$name"
+    else
+        echo "FAIL coll.$name: exit $rc (expected: $want)"
+        grep -v " info: " <<<"$out" | tail -n 15
+        fails=$((fails + 1))
+    fi
+}
+
 run() { # name timeout knitrun-args... (the program and its args included)
     local name=$1 t=$2; shift 2
     local out
@@ -67,34 +82,19 @@ for c in user determinism; do
     run "$c.direct.n5" 120 -n 5 -x KNIT_COLL_SHM_MAX=0 -x KNIT_COLL_DIRECT_MIN=1 "$PROG" $c
 done
 for cma in on off; do
-    out=$("$KNITRUN" --timeout 60 -n 3 -x KNIT_CMA=$cma -x KNIT_COLL_DIRECT_MIN=1 -x KNIT_LOG_LEVEL=info \
-        "$PROG" suite 16k 2>&1)
-    rc=$?
     want="copy straight from the ranks' buffers"
     [ $cma = off ] && want="copy by messages: a member cannot read another's memory"
-    if [ $rc -eq 0 ] && grep -q "^ok suite" <<<"$out" && grep -qF "$want" <<<"$out"; then
-        echo "PASS coll.direct.cma_$cma.n3"
-    else
-        echo "FAIL coll.direct.cma_$cma.n3: exit $rc (expected: $want)"
-        grep -v " info: " <<<"$out" | tail -n 15
-        fails=$((fails + 1))
-    fi
+    run_says "direct.cma_$cma.n3" "$want" "$KNITRUN" --timeout 60 -n 3 -x KNIT_CMA=$cma \
+        -x KNIT_COLL_DIRECT_MIN=1 -x KNIT_LOG_LEVEL=info "$PROG" suite 16k
 done
 # no room in /dev/shm for the collectives' segment (a private 5 MiB tmpfs:
 # the transport's 4.1 MiB segment fits, 2 MiB of 64 KiB slots do not):
 # rank 0 says so and the communicator keeps messages
 if unshare -m true 2>/dev/null; then
     # shellcheck disable=SC2016
-    out=$(unshare -m sh -c 'mount -t tmpfs -o size=5m tmpfs /dev/shm && exec "$@"' sh "$KNITRUN" --timeout 60 \
-        -n 4 -x KNIT_COLL_SHM_MAX=64k -x KNIT_LOG_LEVEL=info "$PROG" suite 64k 2>&1)
-    rc=$?
-    if [ $rc -eq 0 ] && grep -q "^ok suite" <<<"$out" && grep -q "collectives keep messages" <<<"$out"; then
-        echo "PASS coll.shm_full.n4"
-    else
-        echo "FAIL coll.shm_full.n4: exit $rc"
-        grep -v " info: " <<<"$out" | tail -n 15
-        fails=$((fails + 1))
-    fi
+    run_says shm_full.n4 "collectives keep messages" \
+        unshare -m sh -c 'mount -t tmpfs -o size=5m tmpfs /dev/shm && exec "$@"' sh "$KNITRUN" --timeout 60 \
+        -n 4 -x KNIT_COLL_SHM_MAX=64k -x KNIT_LOG_LEVEL=info "$PROG" suite 64k
 else
     echo "SKIP coll.shm_full.n4: no mount namespace here"
 fi
