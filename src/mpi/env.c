@@ -24,6 +24,7 @@ kn_mpi_state_t kn_mpi = {
 
 int kn_mpi_tbl_add(kn_mpi_tbl_t *t, void *obj, int idx)
 {
+    int reserved = idx >= 0;
     if (idx < 0 && t->nfree > 0)
         idx = t->free_idx[--t->nfree];
     if (idx < 0)
@@ -47,8 +48,9 @@ int kn_mpi_tbl_add(kn_mpi_tbl_t *t, void *obj, int idx)
         t->free_idx = f;
         t->cap = cap;
     }
-    /* a reserved index below the high-water mark may be on the free stack */
-    for (int i = 0; i < t->nfree && idx < t->used; i++)
+    /* a reserved index below the high-water mark may be on the free stack
+     * (one popped from it is not: no scan on the requests' hot path) */
+    for (int i = 0; reserved && i < t->nfree && idx < t->used; i++)
         if (t->free_idx[i] == idx) {
             t->free_idx[i] = t->free_idx[--t->nfree];
             break;
