@@ -363,11 +363,12 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
                                   const knit_op_t *op, knit_coll_request_t **req)
 {
     CHECK(member(c) && op_ok(op, t) && (!count || (sb && rb)));
-    if (count && via_shm(c, req, kn_cfg.coll_allreduce, count * knit_dtype_size(t))) {
+    size_t bytes = count * knit_dtype_size(t);
+    if (count && via_shm(c, req, kn_cfg.coll_allreduce, bytes)) {
         kn_shmc_reduce(c, IN_PLACE(sb) ? rb : sb, rb, count, t, op, -1);
         return KNIT_OK;
     }
-    if (count && via_direct(c, req, kn_cfg.coll_allreduce, count * knit_dtype_size(t)))
+    if (count && via_direct(c, req, kn_cfg.coll_allreduce, bytes))
         return kn_shmc_allreduce_direct(c, IN_PLACE(sb) ? NULL : sb, rb, count, t, op);
     kn_sched_t *s = kn_sched_new(c, t, op);
     if (!s)
@@ -375,7 +376,6 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
     eager_when_crowded(s, INT_MAX);
     if (!count)
         return run(s, req);
-    size_t bytes = count * knit_dtype_size(t);
     const void *src = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it into rb as they go */
     int algo = kn_cfg.coll_allreduce;
     if ((algo == 4 || (algo == 0 && node_aware(c, 0))) && node_ok_for(c, s)) {
@@ -620,17 +620,17 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
                                   knit_coll_request_t **req)
 {
     CHECK(member(c) && dtype_ok(t) && (!count || (rb && sb)));
-    if (count && via_shm(c, req, kn_cfg.coll_allgather, count * knit_dtype_size(t))) {
-        kn_shmc_allgather(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
+    int p = c->g.size;
+    size_t len = count * knit_dtype_size(t), total = len * (size_t)p;
+    if (len && via_shm(c, req, kn_cfg.coll_allgather, len)) {
+        kn_shmc_allgather(c, IN_PLACE(sb) ? NULL : sb, rb, len);
         return KNIT_OK;
     }
-    if (count && via_direct(c, req, kn_cfg.coll_allgather, count * knit_dtype_size(t)))
-        return kn_shmc_allgather_direct(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
+    if (len && via_direct(c, req, kn_cfg.coll_allgather, len))
+        return kn_shmc_allgather_direct(c, IN_PLACE(sb) ? NULL : sb, rb, len);
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
-    int p = c->g.size;
-    size_t len = count * knit_dtype_size(t), total = len * (size_t)p;
     char *r = rb;
     const char *own = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it while sending */
     int algo = kn_cfg.coll_allgather;
@@ -808,18 +808,17 @@ static knit_status_t do_alltoall(knit_comm_t *c, const void *sb, void *rb, size_
                                  knit_coll_request_t **req)
 {
     CHECK(member(c) && dtype_ok(t) && (!count || (rb && sb)));
-    if (count && via_shm(c, req, kn_cfg.coll_alltoall, count * knit_dtype_size(t) * (size_t)c->g.size)) {
-        kn_shmc_alltoall(c, IN_PLACE(sb) ? NULL : sb, rb, count * knit_dtype_size(t));
+    int p = c->g.size;
+    size_t len = count * knit_dtype_size(t);
+    if (len && via_shm(c, req, kn_cfg.coll_alltoall, len * (size_t)p)) {
+        kn_shmc_alltoall(c, IN_PLACE(sb) ? NULL : sb, rb, len);
         return KNIT_OK;
     }
-    if (count && !IN_PLACE(sb) &&
-        via_direct(c, req, kn_cfg.coll_alltoall, count * knit_dtype_size(t) * (size_t)c->g.size))
-        return kn_shmc_alltoall_direct(c, sb, rb, count * knit_dtype_size(t));
+    if (len && !IN_PLACE(sb) && via_direct(c, req, kn_cfg.coll_alltoall, len * (size_t)p))
+        return kn_shmc_alltoall_direct(c, sb, rb, len);
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
-    int p = c->g.size;
-    size_t len = count * knit_dtype_size(t);
     const char *src = IN_PLACE(sb) ? save_inplace(s, rb, len * (size_t)p) : sb;
     int algo = kn_cfg.coll_alltoall;
     if (algo == 0) {

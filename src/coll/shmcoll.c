@@ -147,6 +147,16 @@ static void *seg_open(const char *name, int p, size_t *size, size_t *slot)
     return base;
 }
 
+/* Whether the transport to every other member can do something. */
+static int every_peer(const knit_comm_t *c, int (*can)(kn_p2p_t *, int))
+{
+    kn_p2p_t *p2p = kn_coll_p2p(c->coll);
+    for (int i = 0; i < c->g.size; i++)
+        if (i != c->g.rank && !can(p2p, c->g.job[i]))
+            return 0;
+    return 1;
+}
+
 /* The segment, made collectively; the message algorithms serve meanwhile
  * (state SETTING_UP) and afterwards if any member failed. */
 static void setup(knit_comm_t *c)
@@ -167,10 +177,7 @@ static void setup(knit_comm_t *c)
             base = seg_open(name, p, &size, &slot);
         ok[0] = base && m; /* everything this rank needs, before all agree */
     }
-    kn_p2p_t *p2p = kn_coll_p2p(c->coll);
-    ok[1] = kn_cfg.coll_direct_min > 0;
-    for (int i = 0; ok[1] && i < p; i++)
-        ok[1] = i == me || kn_p2p_can_get(p2p, c->g.job[i]);
+    ok[1] = kn_cfg.coll_direct_min > 0 && every_peer(c, kn_p2p_can_get);
     knit_op_t min = {.kind = KNIT_OP_MIN};
     if (st == KNIT_OK)
         st = knit_allreduce(c, ok, all_ok, 2, KNIT_INT, &min);
@@ -194,34 +201,34 @@ static void setup(knit_comm_t *c)
                                          : "by messages (KNIT_COLL_DIRECT_MIN=0)");
 }
 
-int kn_shmc_usable(knit_comm_t *c, size_t bytes)
+/* The communicator's segment, set up on its first eligible collective;
+ * NULL: messages only. */
+static kn_shmc_t *segment(knit_comm_t *c)
 {
-    if (kn_likely(c->shm != NULL))
-        return bytes <= c->shm->small;
-    if (c->shm_state != SHMC_UNTRIED)
-        return 0;
+    if (kn_likely(c->shm != NULL) || c->shm_state != SHMC_UNTRIED)
+        return c->shm;
     /* the same answer on every member: the communicator's shape, the
      * settings (alike everywhere), and the transports between its ranks */
-    int ok = (kn_cfg.coll_shm_max > 0 || kn_cfg.coll_direct_min > 0) && c->nnodes == 1 && c->g.size > 1 &&
-             c->g.size <= SHMC_MAX_RANKS;
-    kn_p2p_t *p2p = kn_coll_p2p(c->coll);
-    for (int i = 0; ok && i < c->g.size; i++)
-        ok = i == c->g.rank || kn_p2p_can_wake(p2p, c->g.job[i]);
-    if (!ok) {
+    if ((kn_cfg.coll_shm_max > 0 || kn_cfg.coll_direct_min > 0) && c->nnodes == 1 && c->g.size > 1 &&
+        c->g.size <= SHMC_MAX_RANKS && every_peer(c, kn_p2p_can_wake))
+        setup(c);
+    else
         c->shm_state = SHMC_OFF;
-        return 0;
-    }
-    setup(c);
-    return c->shm && bytes <= c->shm->small;
+    return c->shm;
+}
+
+int kn_shmc_usable(knit_comm_t *c, size_t bytes)
+{
+    kn_shmc_t *m = segment(c);
+    return m && bytes <= m->small;
 }
 
 int kn_shmc_direct(knit_comm_t *c, size_t bytes)
 {
     if (!kn_cfg.coll_direct_min || bytes < kn_cfg.coll_direct_min)
         return 0;
-    if (kn_unlikely(!c->shm))
-        kn_shmc_usable(c, 0); /* sets the segment up on the first try */
-    return c->shm && c->shm->direct;
+    kn_shmc_t *m = segment(c);
+    return m && m->direct;
 }
 
 void kn_shmc_free(knit_comm_t *c)
