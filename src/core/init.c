@@ -191,6 +191,7 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
         .jobid = ctx->jobid, .node = ctx->node, .local_rank = ctx->local_rank,
         .local_size = ctx->local_size, .first_rank = ctx->first_local, .cma_mode = kn_cfg.cma,
         .ring_entries = (unsigned)kn_cfg.shm_ring, .buf_size = kn_cfg.shm_buffer, .coop_chunk = kn_cfg.coop_chunk,
+        .membarrier = kn_cfg.shm_membarrier,
     };
     int use_shm = ctx->local_size > 1 && !kn_cfg.net_only;
     int use_net = 0;

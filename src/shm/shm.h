@@ -25,6 +25,7 @@ typedef struct kn_shm_params {
     unsigned ring_entries;
     size_t buf_size;       /* eager buffer per pair (power of two) */
     size_t coop_chunk;     /* cooperative copies in chunks of this; 0 = off */
+    int membarrier;        /* KNIT_SHM_MEMBARRIER: try the asymmetric doorbell */
 } kn_shm_params_t;
 
 knit_status_t kn_shm_create(const kn_shm_params_t *p);

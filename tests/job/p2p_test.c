@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -244,6 +245,49 @@ static void case_many(void)
     barrier();
 }
 
+/*
+ * A token passed around the ring, every receive a wait that goes to sleep
+ * at once (run with KNIT_WAIT=block, KNIT_SPIN_COUNT=1, KNIT_YIELD_TIME=0):
+ * every hop needs the doorbell.  A lost wake-up shows as a hop that waits
+ * for the sleep's 1 s timeout.
+ */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void case_wakes(int rounds)
+{
+    const size_t sizes[] = {8, 3000, 100000};
+    static uint8_t buf[100000];
+    double worst = 0;
+    int worst_round = 0;
+    for (int i = 0; i < rounds; i++) {
+        size_t n = sizes[i % 3];
+        int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+        double t0 = now_s();
+        if (rank == 0) {
+            fill(buf, n, (uint32_t)i);
+            OK(knit_send(ctx, buf, n, next, i, 9));
+            OK(knit_recv(ctx, buf, n, prev, i, 9, NULL));
+        } else {
+            OK(knit_recv(ctx, buf, n, prev, i, 9, NULL));
+            OK(knit_send(ctx, buf, n, next, i, 9));
+        }
+        verify(buf, n, (uint32_t)i, "token");
+        double t = now_s() - t0;
+        if (t > worst) {
+            worst = t;
+            worst_round = i;
+        }
+    }
+    CHECK(worst < 0.5, "round %d (%zu bytes) took %.3f s: a wake-up was lost", worst_round,
+          sizes[worst_round % 3], worst);
+    barrier();
+}
+
 /* A rank sends to itself: every protocol. */
 static void case_self(void)
 {
@@ -431,7 +475,7 @@ static void case_args(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: p2p_test sizes [max]|truncate|match|many|self|flood [n]|probe|partial|args\n");
+        fprintf(stderr, "usage: p2p_test sizes [max]|truncate|match|many|self|flood [n]|probe|partial|args|wakes [n]\n");
         return 2;
     }
     OK(knit_init(&argc, &argv, &ctx));
@@ -456,6 +500,8 @@ int main(int argc, char **argv)
         case_partial();
     else if (!strcmp(c, "args"))
         case_args();
+    else if (!strcmp(c, "wakes"))
+        case_wakes(argc > 2 ? atoi(argv[2]) : 3000);
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;

@@ -46,6 +46,12 @@ run flood.n4.small_ring 120 -n 4 -x KNIT_SHM_RING=4 -x KNIT_SHM_BUFFER=8k -x KNI
 for w in spin yield block; do
     run "many.wait_$w" 60 -n 4 -x KNIT_WAIT=$w "$PROG" many
 done
+# every receive sleeps at once: the doorbell, with senders that skip the
+# fence (membarrier on the sleeper's side) and with the full fence
+for mb in 1 0; do
+    run "wakes.n3.membarrier_$mb" 120 -n 3 -x KNIT_WAIT=block -x KNIT_SPIN_COUNT=1 -x KNIT_YIELD_TIME=0 \
+        -x KNIT_SHM_MEMBARRIER=$mb "$PROG" wakes 3000
+done
 # cross-memory attach forbidden (as by a container's seccomp profile):
 # one warning line, then the pipelined copy does the work
 NOCMA=$BUILD/tests/job/nocma
