@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -139,6 +140,23 @@ typedef struct net_peer {
     int injected;         /* fi_inject since the last tracked send */
 } net_peer_t;
 
+/* One descriptor of the completion queue's wait object.  A descriptor
+ * that is readable every time the provider has just said (fi_trywait) that
+ * nothing is pending tells nothing: libfabric 1.17's net provider has its
+ * progress signal in the set, set by the application's calls and cleared
+ * only by a progress thread that a single-threaded user never has, so
+ * after the first connection a poll on the whole set returned at once and
+ * "sleeping" ranks spun in poll (3 ranks on 3 nodes, every wait asleep:
+ * 8 ms per message hop, cpus full).  Such a descriptor is left out of the
+ * epoll until it stops being readable. */
+enum { WAIT_MEMBERS = 8, WAIT_STUCK_ARMS = 8 };
+typedef struct wait_member {
+    int fd;
+    short events;
+    uint8_t ready_run;         /* consecutive arms that found it readable */
+    uint8_t out;               /* left out of the epoll */
+} wait_member_t;
+
 typedef struct net_tl {
     kn_tl_t base;
     kn_net_params_t p;
@@ -148,7 +166,10 @@ typedef struct net_tl {
     struct fid_av *av;
     struct fid_cq *cq;
     struct fid_ep *ep;
-    int cq_fd;                 /* wait fd of the CQ, -1 without */
+    int wait_fd;               /* epoll of the CQ's wait descriptors (net_arm), -1 without */
+    int wait_pollfd;           /* the CQ gives its descriptors (FI_WAIT_POLLFD) */
+    int nwait;
+    wait_member_t wait[WAIT_MEMBERS];
     size_t addrlen;            /* length of this endpoint's address */
     int mr_local, mr_endpoint, mr_prov_key, mr_virt;
     int write_dc;              /* writes need FI_DELIVERY_COMPLETE */
@@ -812,11 +833,86 @@ static int net_progress(kn_tl_t *tl)
  * provider has work it must do before a sleep is safe). */
 /* Sleeping: the CQ's wait fd, once fi_trywait says nothing is left that
  * only our own progress can do. */
+/* The descriptors that one wait descriptor stands for: itself, or, when
+ * it is an epoll (libfabric's fd wait sets are), the descriptors in it, as
+ * Linux lists them in /proc/self/fdinfo, so that a stuck one among them
+ * (wait_member_t) can be left out and the rest still slept on. */
+static int expand_wait_fd(int fd, short events, struct pollfd *out, int max)
+{
+    char path[64], link[64] = "";
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t l = readlink(path, link, sizeof(link) - 1);
+    int n = 0;
+    if (l > 0 && (link[l] = 0, !strcmp(link, "anon_inode:[eventpoll]"))) {
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+        FILE *f = fopen(path, "re");
+        char line[256];
+        while (f && fgets(line, sizeof(line), f)) {
+            int tfd;
+            unsigned ev;
+            if (sscanf(line, "tfd: %d events: %x", &tfd, &ev) == 2 && n < max)
+                out[n++] = (struct pollfd){.fd = tfd, .events = (short)(ev & (POLLIN | POLLPRI | POLLOUT))};
+        }
+        if (f)
+            fclose(f);
+    }
+    if (!n)
+        out[n++] = (struct pollfd){.fd = fd, .events = events};
+    return n;
+}
+
+/* Read the CQ's wait descriptors into the epoll that net_arm returns (again
+ * when they changed).  0, or -1 when they cannot be had. */
+static int wait_members(net_tl_t *n)
+{
+    struct pollfd given[WAIT_MEMBERS], fds[WAIT_MEMBERS];
+    int ngiven = 0, nfds = 0;
+    if (n->wait_pollfd) {
+        struct fi_wait_pollfd w = {.change_index = 0, .nfds = WAIT_MEMBERS, .fd = given};
+        int rc = fi_control(&n->cq->fid, FI_GETWAIT, &w);
+        if (rc) {
+            kn_info("network completion queue: its wait descriptors: %s", fi_strerror(-rc));
+            return -1;
+        }
+        ngiven = (int)w.nfds;
+    } else {
+        int rc = fi_control(&n->cq->fid, FI_GETWAIT, &given[0].fd);
+        if (rc) {
+            kn_info("network completion queue: its wait fd: %s", fi_strerror(-rc));
+            return -1;
+        }
+        given[0].events = POLLIN;
+        ngiven = 1;
+    }
+    for (int i = 0; i < ngiven; i++)
+        nfds += expand_wait_fd(given[i].fd, given[i].events, fds + nfds, WAIT_MEMBERS - nfds);
+    int same = nfds == n->nwait;
+    for (int i = 0; same && i < nfds; i++)
+        same = fds[i].fd == n->wait[i].fd && fds[i].events == n->wait[i].events;
+    if (same)
+        return 0;
+    for (int i = 0; i < n->nwait; i++)
+        if (!n->wait[i].out)
+            (void)epoll_ctl(n->wait_fd, EPOLL_CTL_DEL, n->wait[i].fd, NULL);
+    n->nwait = 0;
+    for (int i = 0; i < nfds; i++) {
+        struct epoll_event ev = {.events = (uint32_t)fds[i].events};
+        if (epoll_ctl(n->wait_fd, EPOLL_CTL_ADD, fds[i].fd, &ev) < 0) {
+            kn_info("network completion queue: epoll of wait descriptor %d: %m", fds[i].fd);
+            return -1;
+        }
+        n->wait[n->nwait++] = (wait_member_t){.fd = fds[i].fd, .events = fds[i].events};
+    }
+    return 0;
+}
+
 static int net_arm(kn_tl_t *tl)
 {
     net_tl_t *n = net_of(tl);
     /* without a wait fd (or with work only we can do) the rank yields instead */
-    if (n->cq_fd < 0 || n->nrepost || !kn_list_empty(&n->rma_retry) || n->credit_work)
+    if (n->wait_fd < 0 || n->nrepost || !kn_list_empty(&n->rma_retry) || n->credit_work)
+        return -1;
+    if (wait_members(n) != 0)
         return -1;
     struct fid *f = &n->cq->fid;
     int rc = fi_trywait(n->fabric, &f, 1);
@@ -826,7 +922,36 @@ static int net_arm(kn_tl_t *tl)
         kn_warn("fi_trywait: %s", fi_strerror(-rc));
         return -1;
     }
-    return n->cq_fd;
+    /* Nothing is pending, says the provider: a descriptor readable now has
+     * just had an event (progress first), or stays readable for nothing
+     * (wait_member_t) and is left out while it does. */
+    struct pollfd pf[WAIT_MEMBERS];
+    for (int i = 0; i < n->nwait; i++)
+        pf[i] = (struct pollfd){.fd = n->wait[i].fd, .events = n->wait[i].events};
+    if (poll(pf, (nfds_t)n->nwait, 0) < 0)
+        return -1;
+    int fresh = 0, asleep_on = 0;
+    for (int i = 0; i < n->nwait; i++) {
+        wait_member_t *m = &n->wait[i];
+        if (pf[i].revents) {
+            if (m->ready_run < WAIT_STUCK_ARMS) {
+                m->ready_run++;
+                fresh = 1;
+            } else if (!m->out) {
+                m->out = 1;
+                (void)epoll_ctl(n->wait_fd, EPOLL_CTL_DEL, m->fd, NULL);
+                kn_debug("network wait descriptor %d stays readable with nothing pending: left out", m->fd);
+            }
+        } else {
+            m->ready_run = 0;
+            if (m->out) {
+                struct epoll_event ev = {.events = (uint32_t)m->events};
+                m->out = epoll_ctl(n->wait_fd, EPOLL_CTL_ADD, m->fd, &ev) < 0;
+            }
+        }
+        asleep_on += !m->out;
+    }
+    return fresh || !asleep_on ? -1 : n->wait_fd;
 }
 
 static void net_disarm(kn_tl_t *tl)
@@ -907,6 +1032,8 @@ static void net_close_all(net_tl_t *n)
         fi_close(&n->tx_mr->fid);
     if (n->cq)
         fi_close(&n->cq->fid);
+    if (n->wait_fd >= 0)
+        close(n->wait_fd);
     if (n->av)
         fi_close(&n->av->fid);
     if (n->domain)
@@ -1187,7 +1314,7 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
         return KNIT_ERR_NOMEM;
     n->p = *p;
     n->pagemap_fd = -1;
-    n->cq_fd = -1;
+    n->wait_fd = -1;
     n->next_key = 1;
     kn_list_init(&n->rc_lru);
     kn_list_init(&n->rma_retry);
@@ -1238,17 +1365,30 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
     struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = (size_t)p->size};
     FI_CHECK(fi_av_open(n->domain, &ava, &n->av, NULL), "fi_av_open");
     size_t nrx = (size_t)n->npeers * n->window;
-    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD,
-                             .size = nrx + p->tx_bufs + 1024};
-    int rc = fi_cq_open(n->domain, &cqa, &n->cq, NULL);
-    if (rc == 0) {
-        rc = fi_control(&n->cq->fid, FI_GETWAIT, &n->cq_fd);
+    /* a completion queue whose descriptors we can sleep on: the provider's
+     * list of them, else its one fd, else none (waiting ranks then yield) */
+    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_MSG, .size = nrx + p->tx_bufs + 1024};
+    static const enum fi_wait_obj waits[] = {FI_WAIT_FD, FI_WAIT_POLLFD};
+    for (size_t w = 0; w < sizeof(waits) / sizeof(waits[0]) && !n->cq; w++) {
+        cqa.wait_obj = waits[w];
+        int rc = fi_cq_open(n->domain, &cqa, &n->cq, NULL);
         if (rc) {
-            kn_info("network completion queue has no wait fd (%s): ranks will not sleep in it", fi_strerror(-rc));
-            n->cq_fd = -1;
+            kn_debug("network completion queue with wait object %d: %s", (int)waits[w], fi_strerror(-rc));
+            continue;
         }
-    } else {
-        kn_info("network completion queue with a wait fd: %s; polling only", fi_strerror(-rc));
+        n->wait_pollfd = waits[w] == FI_WAIT_POLLFD;
+        n->nwait = 0;
+        n->wait_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (n->wait_fd >= 0 && wait_members(n) == 0)
+            break;
+        if (n->wait_fd >= 0)
+            close(n->wait_fd);
+        n->wait_fd = -1;
+        fi_close(&n->cq->fid);
+        n->cq = NULL;
+    }
+    if (!n->cq) {
+        kn_info("network completion queue without a wait descriptor: waiting ranks poll it");
         cqa.wait_obj = FI_WAIT_NONE;
         FI_CHECK(fi_cq_open(n->domain, &cqa, &n->cq, NULL), "fi_cq_open");
     }
