@@ -829,10 +829,6 @@ static int net_progress(kn_tl_t *tl)
     return events;
 }
 
-/* Sleep on the CQ's file descriptor (fi_trywait first: it says whether the
- * provider has work it must do before a sleep is safe). */
-/* Sleeping: the CQ's wait fd, once fi_trywait says nothing is left that
- * only our own progress can do. */
 /* The descriptors that one wait descriptor stands for: itself, or, when
  * it is an epoll (libfabric's fd wait sets are), the descriptors in it, as
  * Linux lists them in /proc/self/fdinfo, so that a stuck one among them
@@ -906,6 +902,8 @@ static int wait_members(net_tl_t *n)
     return 0;
 }
 
+/* Sleeping: the epoll of the CQ's wait descriptors, once fi_trywait says
+ * that nothing is left that only our own progress can do. */
 static int net_arm(kn_tl_t *tl)
 {
     net_tl_t *n = net_of(tl);
