@@ -393,34 +393,34 @@ static knit_status_t get_from(knit_comm_t *c, int r, void *dst, size_t len, uint
     return len ? kn_p2p_get(kn_coll_p2p(c->coll), c->g.job[r], dst, len, addr) : KNIT_OK;
 }
 
-knit_status_t kn_shmc_allgather_direct(knit_comm_t *c, const void *sb, void *rb, size_t len)
+/* Block r of out (len bytes) from every other rank r, at off in the buffer
+ * r published, starting from my right (not all from one rank at once);
+ * then the last flag round: nobody reads my buffers any more. */
+static knit_status_t get_blocks(knit_comm_t *c, uint64_t k, char *out, size_t len, uint64_t off)
 {
     int p = c->g.size, me = c->g.rank;
-    char *out = rb;
-    uint64_t k = allgather_start(c, sb, out, len, 1);
     knit_status_t st = KNIT_OK;
-    for (int j = 1; j < p && st == KNIT_OK; j++) { /* from my right: not all from one rank at once */
+    for (int j = 1; j < p && st == KNIT_OK; j++) {
         int r = (me + j) % p;
-        st = get_from(c, r, out + (size_t)r * len, len, part_of(c, k, r)->src);
+        st = get_from(c, r, out + (size_t)r * len, len, part_of(c, k, r)->src + off);
     }
-    kn_shmc_barrier(c); /* nobody reads my buffers any more */
+    kn_shmc_barrier(c);
     return st;
+}
+
+knit_status_t kn_shmc_allgather_direct(knit_comm_t *c, const void *sb, void *rb, size_t len)
+{
+    uint64_t k = allgather_start(c, sb, rb, len, 1);
+    return get_blocks(c, k, rb, len, 0);
 }
 
 knit_status_t kn_shmc_alltoall_direct(knit_comm_t *c, const void *sb, void *rb, size_t len)
 {
-    int p = c->g.size, me = c->g.rank;
-    char *out = rb;
+    size_t mine = (size_t)c->g.rank * len;
     uint64_t k = enter_direct(c, sb, NULL);
-    memcpy(out + (size_t)me * len, (const char *)sb + (size_t)me * len, len);
+    memcpy((char *)rb + mine, (const char *)sb + mine, len);
     wait_for(c, -1, k);
-    knit_status_t st = KNIT_OK;
-    for (int j = 1; j < p && st == KNIT_OK; j++) {
-        int r = (me + j) % p;
-        st = get_from(c, r, out + (size_t)r * len, len, part_of(c, k, r)->src + (uint64_t)me * len);
-    }
-    kn_shmc_barrier(c); /* nobody reads my buffers any more */
-    return st;
+    return get_blocks(c, k, rb, len, mine);
 }
 
 /* Allreduce: rank r combines block r of every input, in rank order, into
