@@ -564,26 +564,29 @@ void kn_alg_allreduce_rd(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t cou
     }
 }
 
-void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf_, size_t count, const void *src_,
-                           int sub)
+size_t *kn_alg_ring_chunks(kn_sched_t *s, int p, size_t count)
 {
-    const char *src = src_;
-    char *buf = buf_;
-    int p = g->size, r = g->rank;
-    size_t es = kn_coll_esize(s);
-    size_t q = count / (size_t)p, rr = count % (size_t)p;
+    size_t es = kn_coll_esize(s), q = count / (size_t)p, rr = count % (size_t)p, at = 0;
     size_t *cnt = kn_sched_alloc(s, 2 * (size_t)p * sizeof(size_t));
-    char *tmp = kn_sched_alloc(s, (q + 1) * es);
-    if (!cnt || !tmp)
-        return;
-    size_t *off = cnt + p, at = 0;
+    if (!cnt)
+        return NULL;
     for (int i = 0; i < p; i++) {
         cnt[i] = q + ((size_t)i < rr);
-        off[i] = at * es;
+        cnt[p + i] = at * es;
         at += cnt[i];
     }
-    int left = (r - 1 + p) % p, right = (r + 1) % p;
-    /* reduce-scatter: chunk (r + 1) ends reduced here */
+    return cnt;
+}
+
+void kn_alg_ring_reduce_scatter(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t count, const size_t *cnt,
+                                const char *src, int sub)
+{
+    int p = g->size, r = g->rank, left = (r - 1 + p) % p, right = (r + 1) % p;
+    size_t es = kn_coll_esize(s);
+    const size_t *off = cnt + p;
+    char *tmp = kn_sched_alloc(s, (cnt[0] ? cnt[0] : 1) * es); /* chunk 0 is the largest */
+    if (!tmp)
+        return;
     for (int k = 0; k < p - 1; k++) {
         int sc = (r - k + p) % p, rc = (r - k - 1 + p) % p;
         kn_sched_recv(s, g, left, tmp, cnt[rc] * es, sub);
@@ -596,17 +599,27 @@ void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf_, size_t 
     }
     if (src) /* one rank */
         kn_sched_copy(s, src, buf, count * es);
-    size_t *len = kn_sched_alloc(s, (size_t)p * sizeof(size_t));
-    if (!len)
-        return;
-    for (int i = 0; i < p; i++)
-        len[i] = cnt[i] * es;
-    /* allgather: the ring again, shifted by one (rank a holds chunk a + 1) */
+}
+
+void kn_alg_ring_allgather(kn_sched_t *s, const kn_grp_t *g, char *buf, const size_t *cnt, int sub)
+{
+    int p = g->size, r = g->rank, left = (r - 1 + p) % p, right = (r + 1) % p;
+    size_t es = kn_coll_esize(s);
+    const size_t *off = cnt + p;
     for (int k = 0; k < p - 1; k++) {
         int sc = (r + 1 - k + p) % p, rc = (r - k + p) % p;
-        kn_sched_recv(s, g, left, buf + off[rc], len[rc], sub);
-        kn_sched_send(s, g, right, buf + off[sc], len[sc], sub);
+        kn_sched_recv(s, g, left, buf + off[rc], cnt[rc] * es, sub);
+        kn_sched_send(s, g, right, buf + off[sc], cnt[sc] * es, sub);
         kn_sched_round(s);
     }
     kn_sched_round(s);
+}
+
+void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, const void *src, int sub)
+{
+    size_t *cnt = kn_alg_ring_chunks(s, g->size, count);
+    if (!cnt)
+        return;
+    kn_alg_ring_reduce_scatter(s, g, buf, count, cnt, src, sub);
+    kn_alg_ring_allgather(s, g, buf, cnt, sub);
 }

@@ -104,6 +104,31 @@ static kn_grp_t *reps(kn_sched_t *s, const knit_comm_t *c, int root, int *rep_ra
     return g;
 }
 
+/* Nodes of equal size holding contiguous rank ranges (comm rank = node *
+ * L + local index), more than one, of more than one rank: the two-level
+ * ("cross") algorithms run there. */
+static int cross_fits(const knit_comm_t *c)
+{
+    return c->nnodes > 1 && c->node_contig && c->local.size > 1 && c->nnodes * c->local.size == c->g.size &&
+           c->max_local == c->local.size;
+}
+
+/* The ranks of my local index, one per node, in node order (cross_fits). */
+static const kn_grp_t *cross_group(kn_sched_t *s, const knit_comm_t *c)
+{
+    int n = c->nnodes, L = c->local.size;
+    kn_grp_t *g = kn_sched_alloc(s, sizeof(*g) + (size_t)n * sizeof(int));
+    if (!g)
+        return NULL;
+    int *job = (int *)(g + 1);
+    for (int k = 0; k < n; k++)
+        job[k] = c->g.job[k * L + c->local.rank];
+    g->size = n;
+    g->rank = c->g.rank / L;
+    g->job = job;
+    return g;
+}
+
 /* my node's local index of a comm rank on my node (-1 if elsewhere) */
 static int local_index(const knit_comm_t *c, int cr)
 {
@@ -359,6 +384,25 @@ static void allreduce_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t c
         kn_alg_allreduce_rd(s, g, buf, count, src, sub);
 }
 
+/* Two-level allreduce (commutative ops, cross_fits): a ring reduce-scatter
+ * in each node leaves local rank a with chunk (a + 1) % L of its node's
+ * sum, the ranks of each local index allreduce that chunk between the
+ * nodes, and a ring allgather in each node spreads the results.  Every
+ * rank carries 1/L of the vector between nodes, all at once, where the
+ * node form sends all of it through one leader per node. */
+static void allreduce_cross(kn_sched_t *s, const knit_comm_t *c, char *rb, size_t count, const void *src)
+{
+    const kn_grp_t *l = &c->local, *x = cross_group(s, c);
+    size_t *cnt = kn_alg_ring_chunks(s, l->size, count);
+    if (!x || !cnt)
+        return;
+    kn_alg_ring_reduce_scatter(s, l, rb, count, cnt, src, SUB_LOCAL_IN);
+    int mine = (l->rank + 1) % l->size;
+    if (cnt[mine])
+        allreduce_flat(s, x, rb + cnt[l->size + mine], cnt[mine], NULL, SUB_LEADERS);
+    kn_alg_ring_allgather(s, l, rb, cnt, SUB_LOCAL_OUT);
+}
+
 static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
                                   const knit_op_t *op, knit_coll_request_t **req)
 {
@@ -378,7 +422,11 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
         return run(s, req);
     const void *src = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it into rb as they go */
     int algo = kn_cfg.coll_allreduce;
-    if ((algo == 4 || (algo == 0 && node_aware(c, 0))) && node_ok_for(c, s)) {
+    int cross_auto = algo == 0 && node_aware(c, 0) && kn_cfg.coll_allreduce_cross_min &&
+                     bytes >= kn_cfg.coll_allreduce_cross_min;
+    if ((algo == 6 || cross_auto) && kn_coll_commutative(s) && cross_fits(c)) {
+        allreduce_cross(s, c, rb, count, src);
+    } else if ((algo == 4 || (algo == 0 && node_aware(c, 0))) && node_ok_for(c, s)) {
         /* reduce to the leader, allreduce among leaders, bcast in the node */
         const kn_grp_t *l = &c->local;
         kn_alg_reduce_binomial(s, l, src ? src : rb, rb, count, 0, SUB_LOCAL_IN);
@@ -616,6 +664,42 @@ static void allgather_node(kn_sched_t *s, const knit_comm_t *c, char *rb, size_t
     bcast_flat(s, l, rb, (size_t)p * len, 0, SUB_LOCAL_OUT);
 }
 
+/* Two-level allgather on a communicator of n nodes holding L contiguous
+ * ranks each (comm rank = node * L + local index): the ranks of one local
+ * index, one per node, pass blocks around a ring of the nodes, and every
+ * block a rank holds new (its own in the first round) goes to the L - 1
+ * others of its node in the same round as it goes on along the ring.  Each
+ * block crosses to each other node once, where the ring over all ranks
+ * moves p - 1 blocks per rank over node boundaries, and every rank carries
+ * its share between nodes at once, where the node form above funnels it
+ * through one leader.  Transfers within a node overlap those between. */
+static void allgather_cross(kn_sched_t *s, const knit_comm_t *c, char *rb, size_t len, const char *own)
+{
+    int n = c->nnodes, L = c->local.size, li = c->local.rank, node = c->g.rank / L;
+    const kn_grp_t *ring = cross_group(s, c);
+    if (!ring)
+        return;
+#define BLOCK(nd, j) (rb + ((size_t)(nd) * (size_t)L + (size_t)(j)) * len)
+    if (own)
+        kn_sched_copy(s, own, BLOCK(node, li), len);
+    for (int t = 0; t < n; t++) {
+        int from = (node - t + n) % n; /* the node whose blocks are new this round */
+        const char *blk = t == 0 && own ? own : BLOCK(from, li);
+        for (int j = 0; j < L; j++) {
+            if (j == li)
+                continue;
+            kn_sched_send(s, &c->local, j, blk, len, SUB_LOCAL_OUT);
+            kn_sched_recv(s, &c->local, j, BLOCK(from, j), len, SUB_LOCAL_OUT);
+        }
+        if (t < n - 1) {
+            kn_sched_send(s, ring, (node + 1) % n, blk, len, SUB_LEADERS);
+            kn_sched_recv(s, ring, (node - 1 + n) % n, BLOCK((from - 1 + n) % n, li), len, SUB_LEADERS);
+        }
+        kn_sched_round(s);
+    }
+#undef BLOCK
+}
+
 static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
                                   knit_coll_request_t **req)
 {
@@ -634,7 +718,7 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
     char *r = rb;
     const char *own = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it while sending */
     int algo = kn_cfg.coll_allgather;
-    if (algo == 6 && !c->node_contig)
+    if ((algo == 6 && !c->node_contig) || (algo == 7 && !cross_fits(c)))
         algo = 0;
     /* the crowded forms send every rank's block to one rank or to all:
      * between nodes each of those messages costs a network round trip,
@@ -651,9 +735,11 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
         if (total < kn_cfg.coll_allgather_short)
             algo = pow2 ? 1 : 2;
         else
-            algo = total >= kn_cfg.coll_allgather_long ? 3 : 1;
+            algo = total >= kn_cfg.coll_allgather_long ? (cross_fits(c) ? 7 : 3) : 1;
     }
-    if (algo == 6)
+    if (algo == 7)
+        allgather_cross(s, c, r, len, own);
+    else if (algo == 6)
         allgather_node(s, c, r, len, own);
     else if (algo == 5)
         kn_alg_allgather_leader(s, &c->g, r, len, own, SUB_FLAT);

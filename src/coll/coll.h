@@ -174,6 +174,14 @@ void kn_alg_allreduce_rabenseifner(kn_sched_t *s, const kn_grp_t *g, void *buf, 
                                    int sub);
 void kn_alg_allreduce_ring(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t count, const void *src,
                            int sub);
+/* The ring allreduce's two halves, for algorithms that put a step between
+ * them.  Chunks: count elements in p pieces, cnt[i] elements at byte
+ * offset cnt[p + i].  The reduce-scatter leaves chunk (r + 1) % p reduced
+ * at rank r (src as in the allreduces); the allgather starts from there. */
+size_t *kn_alg_ring_chunks(kn_sched_t *s, int p, size_t count);
+void kn_alg_ring_reduce_scatter(kn_sched_t *s, const kn_grp_t *g, char *buf, size_t count, const size_t *cnt,
+                                const char *src, int sub);
+void kn_alg_ring_allgather(kn_sched_t *s, const kn_grp_t *g, char *buf, const size_t *cnt, int sub);
 /* Allgather of blocks: block i (len[i] bytes at buf + off[i]) comes from
  * rank i.  Mine is in place (own NULL) or at own: then it is sent from
  * there in the first round and copied into buf while that round's

@@ -133,7 +133,16 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     done
     run nodes2.determinism.n6 180 -n 6 --nodes 2 "$PROG" determinism
     run nodes2.suite.n4.16m 180 -n 4 --nodes 2 "$PROG" suite 4m
-    for f in ALLREDUCE=ring ALLGATHER=node NODE_AWARE=off NODE_AWARE=on; do
+    # the two-level forms: nodes of 3 and of 2 ranks (7 on 3 nodes below:
+    # uneven, they fall back; user ops: not commutative, allreduce falls back)
+    for f in ALLGATHER=cross ALLREDUCE=cross; do
+        name=$(tr 'A-Z=' 'a-z.' <<<"$f")
+        run "nodes2.forced.$name.n6" 180 -n 6 --nodes 2 -x "KNIT_COLL_$f" "$PROG" suite 64k
+        run "nodes3.forced.$name.n6" 180 -n 6 --nodes 3 -x "KNIT_COLL_$f" "$PROG" suite 64k
+        run "nodes3.forced.$name.nb.n6" 180 -n 6 --nodes 3 -x "KNIT_COLL_$f" "$PROG" nb 5
+    done
+    run nodes2.forced.allreduce.cross.user.n4 180 -n 4 --nodes 2 -x KNIT_COLL_ALLREDUCE=cross "$PROG" user
+    for f in ALLREDUCE=ring ALLREDUCE=cross ALLGATHER=node ALLGATHER=cross NODE_AWARE=off NODE_AWARE=on; do
         name=$(tr 'A-Z=' 'a-z.' <<<"$f")
         run "nodes3.forced.$name.n7" 180 -n 7 --nodes 3 -x "KNIT_COLL_$f" "$PROG" suite 16k
     done
