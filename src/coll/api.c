@@ -735,7 +735,7 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
         if (total < kn_cfg.coll_allgather_short)
             algo = pow2 ? 1 : 2;
         else
-            algo = total >= kn_cfg.coll_allgather_long ? (cross_fits(c) ? 7 : 3) : 1;
+            algo = total >= kn_cfg.coll_allgather_long ? (node_aware(c, 0) && cross_fits(c) ? 7 : 3) : 1;
     }
     if (algo == 7)
         allgather_cross(s, c, r, len, own);
