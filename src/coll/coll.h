@@ -4,7 +4,8 @@
  *
  * A collective is a schedule: rounds of steps (send, receive, local
  * reduce, copy).  Starting a round runs its local steps in order, then
- * posts its sends and receives; the round is over when they all
+ * posts its sends and receives (a large copy followed only by receives
+ * goes on in slices after them: sched.c); the round is over when they all
  * completed, and the next one starts at once.  Active schedules hang on
  * the engine's list and advance inside every progress call (a hook in
  * the p2p engine), so a nonblocking collective moves forward in any knit
@@ -124,6 +125,8 @@ struct knit_coll_request {
     int done, active;
     int nomem;                  /* building failed: the schedule is invalid */
     unsigned send_flags;        /* kn_p2p_isend flags of every send */
+    const kn_step_t *copying;   /* a large copy of the round, done in slices */
+    size_t copied;              /* bytes of it done */
 };
 
 kn_sched_t *kn_sched_new(knit_comm_t *comm, knit_dtype_t dtype, const knit_op_t *op);

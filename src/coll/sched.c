@@ -5,6 +5,7 @@
  * and receives not yet seen complete.  advance() frees what completed and,
  * when nothing of the round is left, starts the next one (its local steps
  * first, then its sends and receives), as long as rounds complete at once.
+ * copying is the round's large copy still under way (copy_may_slice).
  * Every active schedule is advanced by the hook the engine registers with
  * the p2p engine, i.e. inside every progress call of the process.
  * Finished schedules keep their arrays in a small cache, so that a small
@@ -149,6 +150,7 @@ kn_sched_t *kn_sched_new(knit_comm_t *comm, knit_dtype_t dtype, const knit_op_t 
     s->result = KNIT_OK;
     s->done = s->active = s->nomem = 0;
     s->send_flags = 0;
+    s->copying = NULL;
     kn_list_init(&s->link);
     return s;
 }
@@ -275,6 +277,39 @@ static void run_reduce(kn_sched_t *s, const kn_step_t *st)
     }
 }
 
+/* A large local copy whose round only receives after it (nothing later in
+ * the round reads memory) is done in slices, one per progress call, after
+ * the round's transfers are posted: between slices the transports move
+ * data, where one memmove would hold back every transfer the round just
+ * started, on both sides (2 ranks on 2 nodes, 1 MiB: a whole alltoall or
+ * allgather waited for the 1 MiB copy of the rank's own block). */
+#define COPY_SLICE (64 * 1024)
+
+static int copy_may_slice(const kn_sched_t *s, int i, int e)
+{
+    const kn_step_t *st = &s->steps[i];
+    const char *src = st->src, *dst = st->dst;
+    if (st->len < 4 * COPY_SLICE || s->copying || (dst < src + st->len && src < dst + st->len))
+        return 0; /* small, or overlapping: slices front to back could read what they wrote */
+    for (int j = i + 1; j < e; j++)
+        if (s->steps[j].kind != KN_STEP_RECV)
+            return 0;
+    return 1;
+}
+
+/* The next slice of the round's large copy; 1 while some is left. */
+static int copy_slice(kn_sched_t *s)
+{
+    const kn_step_t *st = s->copying;
+    size_t n = KN_MIN(COPY_SLICE, st->len - s->copied);
+    memmove((char *)st->dst + s->copied, (const char *)st->src + s->copied, n);
+    s->copied += n;
+    if (s->copied < st->len)
+        return 1;
+    s->copying = NULL;
+    return 0;
+}
+
 static void start_round(kn_sched_t *s)
 {
     int b = s->cur ? s->round_end[s->cur - 1] : 0, e = s->round_end[s->cur];
@@ -297,7 +332,12 @@ static void start_round(kn_sched_t *s)
             rc = kn_p2p_irecv(p2p, st->dst, st->len, st->peer, (int)(s->tag | st->sub), s->cid, &r);
             break;
         case KN_STEP_COPY:
-            memmove(st->dst, st->src, st->len);
+            if (copy_may_slice(s, i, e)) {
+                s->copying = st;
+                s->copied = 0;
+            } else {
+                memmove(st->dst, st->src, st->len);
+            }
             break;
         default:
             run_reduce(s, st);
@@ -315,6 +355,8 @@ static int advance(kn_sched_t *s)
 {
     int events = 0;
     for (;;) {
+        if (s->copying && copy_slice(s))
+            return events + 1;
         for (int i = 0; i < s->nreqs;) {
             if (!kn_p2p_request_done(s->reqs[i])) {
                 i++;
