@@ -584,7 +584,7 @@ void kn_alg_ring_reduce_scatter(kn_sched_t *s, const kn_grp_t *g, char *buf, siz
     int p = g->size, r = g->rank, left = (r - 1 + p) % p, right = (r + 1) % p;
     size_t es = kn_coll_esize(s);
     const size_t *off = cnt + p;
-    char *tmp = kn_sched_alloc(s, (cnt[0] ? cnt[0] : 1) * es); /* chunk 0 is the largest */
+    char *tmp = kn_sched_alloc(s, cnt[0] * es); /* chunk 0 is the largest */
     if (!tmp)
         return;
     for (int k = 0; k < p - 1; k++) {

@@ -106,11 +106,11 @@ static kn_grp_t *reps(kn_sched_t *s, const knit_comm_t *c, int root, int *rep_ra
 
 /* Nodes of equal size holding contiguous rank ranges (comm rank = node *
  * L + local index), more than one, of more than one rank: the two-level
- * ("cross") algorithms run there. */
+ * ("cross") algorithms run there.  Only communicator-wide facts, so every
+ * member answers alike. */
 static int cross_fits(const knit_comm_t *c)
 {
-    return c->nnodes > 1 && c->node_contig && c->local.size > 1 && c->nnodes * c->local.size == c->g.size &&
-           c->max_local == c->local.size;
+    return c->nnodes > 1 && c->node_contig && c->max_local > 1 && c->nnodes * c->max_local == c->g.size;
 }
 
 /* The ranks of my local index, one per node, in node order (cross_fits). */
@@ -421,12 +421,11 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
     if (!count)
         return run(s, req);
     const void *src = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it into rb as they go */
-    int algo = kn_cfg.coll_allreduce;
-    int cross_auto = algo == 0 && node_aware(c, 0) && kn_cfg.coll_allreduce_cross_min &&
-                     bytes >= kn_cfg.coll_allreduce_cross_min;
+    int algo = kn_cfg.coll_allreduce, aware = algo == 0 && node_aware(c, 0);
+    int cross_auto = aware && kn_cfg.coll_allreduce_cross_min && bytes >= kn_cfg.coll_allreduce_cross_min;
     if ((algo == 6 || cross_auto) && kn_coll_commutative(s) && cross_fits(c)) {
         allreduce_cross(s, c, rb, count, src);
-    } else if ((algo == 4 || (algo == 0 && node_aware(c, 0))) && node_ok_for(c, s)) {
+    } else if ((algo == 4 || aware) && node_ok_for(c, s)) {
         /* reduce to the leader, allreduce among leaders, bcast in the node */
         const kn_grp_t *l = &c->local;
         kn_alg_reduce_binomial(s, l, src ? src : rb, rb, count, 0, SUB_LOCAL_IN);
