@@ -674,10 +674,10 @@ static void allgather_node(kn_sched_t *s, const knit_comm_t *c, char *rb, size_t
  * through one leader.  Transfers within a node overlap those between. */
 static void allgather_cross(kn_sched_t *s, const knit_comm_t *c, char *rb, size_t len, const char *own)
 {
-    int n = c->nnodes, L = c->local.size, li = c->local.rank, node = c->g.rank / L;
     const kn_grp_t *ring = cross_group(s, c);
     if (!ring)
         return;
+    int n = ring->size, node = ring->rank, L = c->local.size, li = c->local.rank;
 #define BLOCK(nd, j) (rb + ((size_t)(nd) * (size_t)L + (size_t)(j)) * len)
     if (own)
         kn_sched_copy(s, own, BLOCK(node, li), len);

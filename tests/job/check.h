@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "knit.h"
 
@@ -31,6 +32,14 @@
             exit(1);                                                              \
         }                                                                         \
     } while (0)
+
+/* Seconds on the monotonic clock, for checks of how long something took. */
+static inline double check_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 #define OK(call)                                                            \
     do {                                                                    \

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -254,23 +253,16 @@ static void case_many(void)
  * when max_mean_ms is given: the spinning ranks take the cpus from the one
  * that has the token.
  */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void case_wakes(int rounds, double max_mean_ms)
 {
     const size_t sizes[] = {8, 3000, 100000};
     static uint8_t buf[100000];
-    double worst = 0, start = now_s();
+    double worst = 0, start = check_now();
     int worst_round = 0;
     for (int i = 0; i < rounds; i++) {
         size_t n = sizes[i % 3];
         int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-        double t0 = now_s();
+        double t0 = check_now();
         if (rank == 0) {
             fill(buf, n, (uint32_t)i);
             OK(knit_send(ctx, buf, n, next, i, 9));
@@ -280,7 +272,7 @@ static void case_wakes(int rounds, double max_mean_ms)
             OK(knit_send(ctx, buf, n, next, i, 9));
         }
         verify(buf, n, (uint32_t)i, "token");
-        double t = now_s() - t0;
+        double t = check_now() - t0;
         if (t > worst) {
             worst = t;
             worst_round = i;
@@ -288,7 +280,7 @@ static void case_wakes(int rounds, double max_mean_ms)
     }
     CHECK(worst < 0.5, "round %d (%zu bytes) took %.3f s: a wake-up was lost", worst_round,
           sizes[worst_round % 3], worst);
-    double mean_ms = (now_s() - start) * 1e3 / rounds;
+    double mean_ms = (check_now() - start) * 1e3 / rounds;
     CHECK(max_mean_ms <= 0 || mean_ms < max_mean_ms, "a round took %.2f ms on average (limit %.1f): waits spin",
           mean_ms, max_mean_ms);
     barrier();
