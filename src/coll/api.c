@@ -151,13 +151,18 @@ static int local_index(const knit_comm_t *c, int cr)
  * broadcast gains as much at 2 ranks per core and loses at 4 (64 KiB: 33
  * -> 19 us, but 67 -> 130 us), where eager copies pile up at receivers
  * that are not running. */
-static int crowded(const kn_sched_t *s, int *ranks_per_core)
+static int host_crowded(const kn_coll_t *coll, int *ranks_per_core)
 {
     kn_p2p_limits_t l;
-    kn_p2p_get_limits(kn_coll_p2p(s->coll), &l);
+    kn_p2p_get_limits(kn_coll_p2p(coll), &l);
     if (ranks_per_core)
         *ranks_per_core = l.ncpus > 0 ? (l.host_procs + l.ncpus - 1) / l.ncpus : 1;
     return l.oversubscribed;
+}
+
+static int crowded(const kn_sched_t *s, int *ranks_per_core)
+{
+    return host_crowded(s->coll, ranks_per_core);
 }
 
 /* Reductions on a crowded host go flat up to these sizes: every rank sends
@@ -203,6 +208,24 @@ static int via_shm(knit_comm_t *c, knit_coll_request_t **req, int algo, size_t b
 static int via_direct(knit_comm_t *c, knit_coll_request_t **req, int algo, size_t bytes)
 {
     return !req && !algo && kn_shmc_direct(c, bytes);
+}
+
+/* Broadcasts, and allgathers on a host with more ranks than cpus, above
+ * that go through the segment in pieces (shmcoll.c, staged forms) up to
+ * max bytes per rank where the algorithm is auto (always where it names
+ * them): two plain copies in a pipeline, where messages take one copy by
+ * the kernel at half the speed of a plain one and a rendezvous that waits
+ * for the giver to run.  Measured on 2 cpus (docs/collectives.md; 5 runs,
+ * medians), messages -> staged, 64 KiB / 1 MiB / 4 MiB: bcast 2 ranks
+ * 22.5 -> 11.0, 117 -> 101, 387 -> 399 us (beyond 1 MiB the receiver's one
+ * copy holds its own: KNIT_COLL_STAGED_PAIR_MAX); 4 ranks 21.5 -> 16.4,
+ * 353 -> 242, 1652 -> 1179; 8 ranks 46 -> 22, 755 -> 452, 4348 -> 1915.
+ * Allgather 4 ranks 73 -> 55, 1721 -> 1464, 9731 -> 6527; 8 ranks 314 ->
+ * 239, 8816 -> 5313, 38866 -> 21791; but 2 ranks, each with its cpu, 11.8
+ * -> 17.9 and 297 -> 361 (the direct form's one copy each). */
+static int via_staged(knit_comm_t *c, knit_coll_request_t **req, int algo, int staged, size_t bytes, size_t max)
+{
+    return !req && (algo == staged || (algo == 0 && bytes <= max)) && kn_shmc_staged(c);
 }
 
 static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
@@ -274,6 +297,11 @@ static knit_status_t do_bcast(knit_comm_t *c, void *buf, size_t count, knit_dtyp
     CHECK(member(c) && dtype_ok(t) && root_ok(c, root) && (buf || !count));
     if (count && via_shm(c, req, kn_cfg.coll_bcast, count * knit_dtype_size(t))) {
         kn_shmc_bcast(c, buf, count * knit_dtype_size(t), root);
+        return KNIT_OK;
+    }
+    size_t max = c->g.size > 2 ? kn_cfg.coll_staged_max : kn_cfg.coll_staged_pair_max;
+    if (count && via_staged(c, req, kn_cfg.coll_bcast, 5, count * knit_dtype_size(t), max)) {
+        kn_shmc_bcast_staged(c, buf, count * knit_dtype_size(t), root);
         return KNIT_OK;
     }
     kn_sched_t *s = kn_sched_new(c, t, NULL);
@@ -709,6 +737,12 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
         kn_shmc_allgather(c, IN_PLACE(sb) ? NULL : sb, rb, len);
         return KNIT_OK;
     }
+    int per_core, crowded_host = host_crowded(c->coll, &per_core);
+    size_t max = crowded_host ? kn_cfg.coll_staged_max : 0;
+    if (len && via_staged(c, req, kn_cfg.coll_allgather, 8, len, max)) {
+        kn_shmc_allgather_staged(c, IN_PLACE(sb) ? NULL : sb, rb, len);
+        return KNIT_OK;
+    }
     if (len && via_direct(c, req, kn_cfg.coll_allgather, len))
         return kn_shmc_allgather_direct(c, IN_PLACE(sb) ? NULL : sb, rb, len);
     kn_sched_t *s = kn_sched_new(c, t, NULL);
@@ -723,7 +757,7 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
      * between nodes each of those messages costs a network round trip,
      * where recursive doubling sends log2(p) per rank (4 ranks on 2
      * nodes, 8 B: linear 39.6 us, recursive doubling 20.8) */
-    int per_core, crowded_node = c->nnodes == 1 && crowded(s, &per_core);
+    int crowded_node = c->nnodes == 1 && crowded_host;
     if (algo == 0 && p > 4 && len <= CROWDED_LEADER_BLOCK && crowded_node) {
         algo = 5;
     } else if (algo == 0 && crowded_node &&

@@ -216,6 +216,11 @@ int kn_shmc_usable(knit_comm_t *c, size_t bytes);
 void kn_shmc_free(knit_comm_t *c);
 void kn_shmc_barrier(knit_comm_t *c);
 void kn_shmc_bcast(knit_comm_t *c, void *buf, size_t bytes, int root);
+/* Vectors of any size in pieces through the segment (KNIT_COLL_STAGED_MAX),
+ * where kn_shmc_staged says the communicator has one.  sb NULL: in place. */
+int kn_shmc_staged(knit_comm_t *c);
+void kn_shmc_bcast_staged(knit_comm_t *c, void *buf, size_t bytes, int root);
+void kn_shmc_allgather_staged(knit_comm_t *c, const void *sb, void *rb, size_t len);
 /* root < 0: allreduce; sb may be rb */
 void kn_shmc_reduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t, const knit_op_t *op,
                     int root);

@@ -7,9 +7,11 @@
  *   coll_test determinism      floating point: same bits everywhere
  *   coll_test nb               nonblocking, overlapped with p2p traffic
  *   coll_test late MAXSEC      one rank arrives 20 ms late, in turn, at
- *                              barriers and small allreduces while the others
- *                              sleep: all done within MAXSEC (a lost wake-up
- *                              costs a waiter a whole second)
+ *                              barriers, small allreduces, 160 KB
+ *                              broadcasts and 40 KB-a-rank allgathers
+ *                              while the others sleep: all done
+ *                              within MAXSEC (a lost wake-up costs a waiter
+ *                              a whole second)
  *   coll_test errors           invalid arguments are refused
  *   coll_test bench [ITERS]    median latencies (rank 0 prints a table)
  * Every result is checked against a reference computed locally.  Prints
@@ -746,9 +748,13 @@ static double now_us(void)
     return check_now() * 1e6;
 }
 
+#define LATE_BCAST_N 40000 /* elements: 2 pieces of a staged bcast at 5 ranks */
+#define LATE_GATHER_N 10000 /* elements: 3 pieces of a staged allgather */
+
 static void late(knit_comm_t *c, double max_sec)
 {
     int p = knit_comm_size(c), r = knit_comm_rank(c), rounds = 2 * p + 6;
+    uint32_t *big = xmalloc(LATE_BCAST_N * 4), *gathered = xmalloc((size_t)p * LATE_GATHER_N * 4);
     OK(knit_barrier(c));
     double t0 = now_us();
     for (int i = 0; i < rounds; i++) {
@@ -763,10 +769,35 @@ static void late(knit_comm_t *c, double max_sec)
         OK(knit_allreduce(c, &v, &sum, 1, KNIT_UINT64, &SUM));
         CHECK(sum == (uint64_t)p * (uint64_t)(p - 1) / 2 + (uint64_t)p * (uint64_t)i,
               "allreduce %d: %llu", i, (unsigned long long)sum);
+        /* a broadcast of several pieces (staged), the late rank its root
+         * in every other pass over the ranks, a reader otherwise */
+        int root = (i / p) % 2 ? i % p : (i + 1) % p;
+        if (i % p == r)
+            nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+        for (size_t j = 0; j < LATE_BCAST_N; j++)
+            big[j] = r == root ? (uint32_t)(i * 7919 + (int)j) : 0;
+        what = "late bcast";
+        OK(knit_bcast(c, big, LATE_BCAST_N, KNIT_UINT32, root));
+        for (size_t j = 0; j < LATE_BCAST_N; j++)
+            CHECK(big[j] == (uint32_t)(i * 7919 + (int)j), "bcast %d from %d: element %zu is %u", i, root, j,
+                  big[j]);
+        /* an allgather of several pieces a rank, the late one last in */
+        if (i % p == r)
+            nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+        for (size_t j = 0; j < LATE_GATHER_N; j++)
+            big[j] = (uint32_t)(r * 31 + i + (int)j);
+        what = "late allgather";
+        OK(knit_allgather(c, big, gathered, LATE_GATHER_N, KNIT_UINT32));
+        for (int q = 0; q < p; q++)
+            for (size_t j = 0; j < LATE_GATHER_N; j++)
+                CHECK(gathered[(size_t)q * LATE_GATHER_N + j] == (uint32_t)(q * 31 + i + (int)j),
+                      "allgather %d: rank %d's element %zu is %u", i, q, j, gathered[(size_t)q * LATE_GATHER_N + j]);
     }
+    free(big);
+    free(gathered);
     double t = (now_us() - t0) / 1e6;
     what = "late";
-    CHECK(t < max_sec, "%d late arrivals of 20 ms took %.2f s (more than %.2f: a lost wake-up?)", 2 * rounds, t,
+    CHECK(t < max_sec, "%d late arrivals of 20 ms took %.2f s (more than %.2f: a lost wake-up?)", 4 * rounds, t,
           max_sec);
 }
 

@@ -67,10 +67,24 @@ run nb.n4.block 120 -n 4 -x KNIT_WAIT=block "$PROG" nb 5
 run late.n2.block 120 -n 2 -x KNIT_WAIT=block "$PROG" late 2.5
 run late.n5.block 120 -n 5 -x KNIT_WAIT=block "$PROG" late 3.5
 for n in 4 7; do
-    run "suite.noshm.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=0 -x KNIT_COLL_DIRECT_MIN=0 "$PROG" suite 256k
+    run "suite.noshm.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=0 -x KNIT_COLL_DIRECT_MIN=0 -x KNIT_COLL_STAGED_MAX=0 \
+        -x KNIT_COLL_STAGED_PAIR_MAX=0 \
+        "$PROG" suite 256k
     run "suite.shm64k.n$n" 120 -n $n -x KNIT_COLL_SHM_MAX=64k "$PROG" suite 128k
 done
 run sub.shm64k.n6 120 -n 6 -x KNIT_COLL_SHM_MAX=64k "$PROG" sub 64k
+# broadcasts and allgathers in pieces through the segment (staged) forced at
+# every size: odd sizes, one piece and many, every root, non-temporal copies
+# at every size (unaligned heads and tails), sub-communicators, and the late
+# broadcasts above with sleeping waiters
+for n in 2 5 8; do
+    run "suite.staged.n$n" 120 -n $n -x KNIT_COLL_BCAST=staged -x KNIT_COLL_ALLGATHER=staged "$PROG" suite 1m
+done
+run suite.staged.nt.n3 120 -n 3 -x KNIT_COLL_BCAST=staged -x KNIT_COLL_ALLGATHER=staged -x KNIT_COLL_STAGED_NT_MIN=1 \
+    "$PROG" suite 1m
+run sub.staged.n6 120 -n 6 -x KNIT_COLL_BCAST=staged -x KNIT_COLL_ALLGATHER=staged "$PROG" sub 64k
+run late.staged.n4.block 120 -n 4 -x KNIT_WAIT=block -x KNIT_COLL_BCAST=staged -x KNIT_COLL_ALLGATHER=staged \
+    "$PROG" late 3.5
 # large ones copied straight from the ranks' buffers (KNIT_COLL_DIRECT_MIN),
 # moved down so that every size above 64-byte slots goes that way; without
 # cross-memory attach rank 0 says they keep messages
