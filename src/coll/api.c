@@ -151,18 +151,13 @@ static int local_index(const knit_comm_t *c, int cr)
  * broadcast gains as much at 2 ranks per core and loses at 4 (64 KiB: 33
  * -> 19 us, but 67 -> 130 us), where eager copies pile up at receivers
  * that are not running. */
-static int host_crowded(const kn_coll_t *coll, int *ranks_per_core)
+static int crowded(const kn_coll_t *coll, int *ranks_per_core)
 {
     kn_p2p_limits_t l;
     kn_p2p_get_limits(kn_coll_p2p(coll), &l);
     if (ranks_per_core)
         *ranks_per_core = l.ncpus > 0 ? (l.host_procs + l.ncpus - 1) / l.ncpus : 1;
     return l.oversubscribed;
-}
-
-static int crowded(const kn_sched_t *s, int *ranks_per_core)
-{
-    return host_crowded(s->coll, ranks_per_core);
 }
 
 /* Reductions on a crowded host go flat up to these sizes: every rank sends
@@ -242,7 +237,7 @@ static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
     /* crowded, more than 4 ranks: in to one leader and out again is 2
      * rounds where dissemination takes log2(p) (8 ranks on 2 cpus: 12 vs
      * 19 us); the node form is exactly that on one node */
-    if (algo == 2 || (algo == 0 && (node_aware(c, 0) || (c->g.size > 4 && crowded(s, NULL))))) {
+    if (algo == 2 || (algo == 0 && (node_aware(c, 0) || (c->g.size > 4 && crowded(s->coll, NULL))))) {
         /* in to the leader, leaders' barrier, out from the leader */
         const kn_grp_t *l = &c->local;
         if (l->rank == 0) {
@@ -272,7 +267,7 @@ static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 static void eager_when_crowded(kn_sched_t *s, int max_per_core)
 {
     int per;
-    if (crowded(s, &per) && per <= max_per_core)
+    if (crowded(s->coll, &per) && per <= max_per_core)
         s->send_flags |= KN_P2P_SEND_EAGER;
 }
 
@@ -283,9 +278,9 @@ static void bcast_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t bytes
      * and each pulls its own copy, with no rank waiting for a forwarder to
      * be scheduled (8 ranks on 2 cpus, 64 KiB: 62 -> 50 us; 4 ranks, 1 MiB:
      * 400 -> 339 us); smaller messages keep the tree */
-    if (algo == 4 || (algo == 0 && bytes >= 64 * 1024 && g->size > 2 && crowded(s, NULL)))
+    if (algo == 4 || (algo == 0 && bytes >= 64 * 1024 && g->size > 2 && crowded(s->coll, NULL)))
         kn_alg_bcast_linear(s, g, buf, bytes, root, sub);
-    else if (algo == 2 || (algo == 0 && bytes >= kn_cfg.coll_bcast_long && g->size > 2 && !crowded(s, NULL)))
+    else if (algo == 2 || (algo == 0 && bytes >= kn_cfg.coll_bcast_long && g->size > 2 && !crowded(s->coll, NULL)))
         kn_alg_bcast_scatter_allgather(s, g, buf, bytes, root, sub);
     else
         kn_alg_bcast_binomial(s, g, buf, bytes, root, sub);
@@ -331,7 +326,7 @@ static void reduce_flat(kn_sched_t *s, const kn_grp_t *g, const void *sb, void *
 {
     int algo = kn_cfg.coll_reduce;
     size_t bytes = count * kn_coll_esize(s);
-    if (algo == 4 || (algo == 0 && g->size > 2 && bytes <= CROWDED_REDUCE_FLAT_MAX && crowded(s, NULL))) {
+    if (algo == 4 || (algo == 0 && g->size > 2 && bytes <= CROWDED_REDUCE_FLAT_MAX && crowded(s->coll, NULL))) {
         kn_alg_reduce_linear(s, g, sb, rb, count, root, sub);
         return;
     }
@@ -393,7 +388,7 @@ static void allreduce_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t c
     int algo = kn_cfg.coll_allreduce;
     size_t bytes = count * kn_coll_esize(s);
     int comm = kn_coll_commutative(s), p = g->size;
-    if (algo == 5 || (algo == 0 && p > 2 && bytes <= CROWDED_ALLREDUCE_FLAT_MAX && crowded(s, NULL))) {
+    if (algo == 5 || (algo == 0 && p > 2 && bytes <= CROWDED_ALLREDUCE_FLAT_MAX && crowded(s->coll, NULL))) {
         kn_alg_reduce_linear(s, g, src ? src : buf, buf, count, 0, sub);
         kn_alg_bcast_linear(s, g, buf, bytes, 0, sub);
         return;
@@ -737,7 +732,7 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
         kn_shmc_allgather(c, IN_PLACE(sb) ? NULL : sb, rb, len);
         return KNIT_OK;
     }
-    int per_core, crowded_host = host_crowded(c->coll, &per_core);
+    int per_core, crowded_host = crowded(c->coll, &per_core);
     size_t max = crowded_host ? kn_cfg.coll_staged_max : 0;
     if (len && via_staged(c, req, kn_cfg.coll_allgather, 8, len, max)) {
         kn_shmc_allgather_staged(c, IN_PLACE(sb) ? NULL : sb, rb, len);
@@ -941,7 +936,7 @@ static knit_status_t do_alltoall(knit_comm_t *c, const void *sb, void *rb, size_
     const char *src = IN_PLACE(sb) ? save_inplace(s, rb, len * (size_t)p) : sb;
     int algo = kn_cfg.coll_alltoall;
     if (algo == 0) {
-        if (crowded(s, NULL))
+        if (crowded(s->coll, NULL))
             algo = p > 4 && len <= CROWDED_LEADER_BLOCK ? 4 : 3;
         else if (len <= kn_cfg.coll_alltoall_short && p >= 8)
             algo = 2;
