@@ -1441,12 +1441,18 @@ void kn_p2p_set_wait(struct kn_p2p *p2p, int local_procs)
     case 3: l->wait_mode = 3; break;
     default:
         /* auto: always ends up sleeping; an oversubscribed node gives the
-         * core away quickly, a node with a core per rank spins longer */
+         * core away at once, a node with a core per rank spins first.
+         * Sleeping late matters on a virtual machine: where every rank of
+         * a cpu sleeps, the cpu halts, and its wake-up waits for the host
+         * to run it again (steal time).  8 ranks on 2 busy-host cpus
+         * (steal 25-70 % during the runs), 1 MiB, yielding 200 us -> 2 ms:
+         * alltoall 18.8 -> 12.5 ms, allgather 7.4 -> 5.4, allreduce 3.0 ->
+         * 2.4; on a quiet host a tie (docs/guide.md, Waiting). */
         l->wait_mode = 3;
         if (l->oversubscribed)
             spin = 1; /* measured: any polling beyond one round only delays the peer that needs this core */
         else
-            yield *= 50;
+            yield *= 5;
         break;
     }
     p2p->spin_count = spin;

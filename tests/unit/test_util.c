@@ -99,7 +99,7 @@ KN_TEST(config_load_env)
     KN_CHECK_EQ(kn_config_load(), KNIT_OK);
     char buf[64];
     kn_config_format(kn_config_find("KNIT_YIELD_TIME"), &kn_cfg, buf, sizeof(buf));
-    KN_CHECK_STR(buf, "200us");
+    KN_CHECK_STR(buf, "2ms");
     kn_config_format(kn_config_find("WAIT"), &kn_cfg, buf, sizeof(buf));
     KN_CHECK_STR(buf, "block");
 }
