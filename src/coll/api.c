@@ -271,9 +271,16 @@ static void eager_when_crowded(kn_sched_t *s, int max_per_core)
         s->send_flags |= KN_P2P_SEND_EAGER;
 }
 
+/* The broadcast algorithm of the message forms: a forced staged one
+ * (nonblocking, several nodes) falls back to auto, as documented. */
+static int bcast_algo(void)
+{
+    return kn_cfg.coll_bcast == 5 ? 0 : kn_cfg.coll_bcast;
+}
+
 static void bcast_flat(kn_sched_t *s, const kn_grp_t *g, void *buf, size_t bytes, int root, int sub)
 {
-    int algo = kn_cfg.coll_bcast;
+    int algo = bcast_algo();
     /* crowded, large: the root publishes its buffer to every rank at once
      * and each pulls its own copy, with no rank waiting for a forwarder to
      * be scheduled (8 ranks on 2 cpus, 64 KiB: 62 -> 50 us; 4 ranks, 1 MiB:
@@ -290,21 +297,21 @@ static knit_status_t do_bcast(knit_comm_t *c, void *buf, size_t count, knit_dtyp
                               knit_coll_request_t **req)
 {
     CHECK(member(c) && dtype_ok(t) && root_ok(c, root) && (buf || !count));
-    if (count && via_shm(c, req, kn_cfg.coll_bcast, count * knit_dtype_size(t))) {
-        kn_shmc_bcast(c, buf, count * knit_dtype_size(t), root);
+    size_t bytes = count * knit_dtype_size(t);
+    if (count && via_shm(c, req, kn_cfg.coll_bcast, bytes)) {
+        kn_shmc_bcast(c, buf, bytes, root);
         return KNIT_OK;
     }
     size_t max = c->g.size > 2 ? kn_cfg.coll_staged_max : kn_cfg.coll_staged_pair_max;
-    if (count && via_staged(c, req, kn_cfg.coll_bcast, 5, count * knit_dtype_size(t), max)) {
-        kn_shmc_bcast_staged(c, buf, count * knit_dtype_size(t), root);
+    if (count && via_staged(c, req, kn_cfg.coll_bcast, 5, bytes, max)) {
+        kn_shmc_bcast_staged(c, buf, bytes, root);
         return KNIT_OK;
     }
     kn_sched_t *s = kn_sched_new(c, t, NULL);
     if (!s)
         return KNIT_ERR_NOMEM;
     eager_when_crowded(s, 2);
-    size_t bytes = count * knit_dtype_size(t);
-    int algo = kn_cfg.coll_bcast;
+    int algo = bcast_algo();
     if (algo == 3 || (algo == 0 && node_aware(c, 0))) {
         int rr, rroot;
         kn_grp_t *g = reps(s, c, root, &rr, &rroot);
@@ -746,8 +753,8 @@ static knit_status_t do_allgather(knit_comm_t *c, const void *sb, void *rb, size
     char *r = rb;
     const char *own = IN_PLACE(sb) ? NULL : sb; /* the algorithms copy it while sending */
     int algo = kn_cfg.coll_allgather;
-    if ((algo == 6 && !c->node_contig) || (algo == 7 && !cross_fits(c)))
-        algo = 0;
+    if ((algo == 6 && !c->node_contig) || (algo == 7 && !cross_fits(c)) || algo == 8)
+        algo = 0; /* where the forced form does not apply: auto, as documented */
     /* the crowded forms send every rank's block to one rank or to all:
      * between nodes each of those messages costs a network round trip,
      * where recursive doubling sends log2(p) per rank (4 ranks on 2
