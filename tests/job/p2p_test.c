@@ -248,7 +248,10 @@ static void case_many(void)
  * A token passed around the ring, every receive a wait that goes to sleep
  * at once (run with KNIT_WAIT=block, KNIT_SPIN_COUNT=1, KNIT_YIELD_TIME=0):
  * every hop needs the doorbell.  A lost wake-up shows as a hop that waits
- * for the sleep's 1 s timeout; a wait that spins instead of sleeping (a
+ * for the sleep's 1 s timeout: a round of 0.9 s or more (the rank that
+ * slept loses the whole second, the others all of it but the trip of the
+ * token; a host that stops the job's cpus for half a second, seen in CI,
+ * is not one); a wait that spins instead of sleeping (a
  * wait descriptor that never stops being readable) as a slow mean hop,
  * when max_mean_ms is given: the spinning ranks take the cpus from the one
  * that has the token.
@@ -278,7 +281,7 @@ static void case_wakes(int rounds, double max_mean_ms)
             worst_round = i;
         }
     }
-    CHECK(worst < 0.5, "round %d (%zu bytes) took %.3f s: a wake-up was lost", worst_round,
+    CHECK(worst < 0.9, "round %d (%zu bytes) took %.3f s: a wake-up was lost", worst_round,
           sizes[worst_round % 3], worst);
     double mean_ms = (check_now() - start) * 1e3 / rounds;
     CHECK(max_mean_ms <= 0 || mean_ms < max_mean_ms, "a round took %.2f ms on average (limit %.1f): waits spin",
