@@ -8,6 +8,11 @@
  *                 while (a pool much larger than the last-level cache)
  *   cma_read      process_vm_readv bandwidth: a parent reads a child's buffer
  *   cma_write     process_vm_writev bandwidth: a parent writes a child's buffer
+ *   cma_alltoallP an alltoall of 1 MiB blocks among P processes (2, 4, 8)
+ *                 made of nothing but kernel copies: each reads its block
+ *                 from every other with process_vm_readv, unsynchronized;
+ *                 µs per alltoall.  The floor of one kernel copy per byte,
+ *                 what knit's direct alltoall and Open MPI's both make
  *   shm_pingpong  one-way latency of a cache line bounced between two
  *                 processes through shared memory (pure spinning, no yield)
  *   tcp_lat       one-way latency of a 1-byte ping-pong over loopback TCP
@@ -32,6 +37,7 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +349,109 @@ static void bench_cma(void)
     munmap(remote, maxsz);
 }
 
+/* ------------------------------------------------------------ alltoall by kernel copies */
+
+/* What the processes of one cma_alltoall share. */
+struct a2a_shared {
+    _Atomic int ready, round, done;
+    int err;
+    long iters;
+    pid_t pid[8];
+    uint64_t addr[8];
+    double t0[8], t1[8];
+};
+
+/* Process me of p: its vector and result, then rounds of the parent's:
+ * iters alltoalls, timed, with no synchronization between them (the
+ * blocks' contents do not matter). */
+static void a2a_child(struct a2a_shared *S, int me, int p, size_t len)
+{
+    pin_to(me);
+    char *sb = alloc_touched((size_t)p * len), *rb = alloc_touched((size_t)p * len);
+    S->addr[me] = (uint64_t)(uintptr_t)sb;
+    S->pid[me] = getpid();
+    atomic_fetch_add(&S->ready, 1);
+    for (int r = 1;; r++) {
+        int at;
+        while ((at = atomic_load(&S->round)) >= 0 && at < r)
+            sched_yield();
+        if (at < 0)
+            _exit(0);
+        double t0 = now();
+        for (long it = 0; it < S->iters; it++)
+            for (int j = 1; j < p; j++) {
+                int q = (me + j) % p;
+                int err = cma_xfer(S->pid[q], 0, rb + (size_t)q * len,
+                                   (void *)(uintptr_t)(S->addr[q] + (size_t)me * len), len);
+                if (err)
+                    S->err = err;
+            }
+        S->t0[me] = t0;
+        S->t1[me] = now();
+        atomic_fetch_add(&S->done, 1);
+    }
+}
+
+/* One round: the time of one alltoall, first start to last end. */
+static double a2a_round(struct a2a_shared *S, int p, int r)
+{
+    atomic_store(&S->done, 0);
+    atomic_store(&S->round, r);
+    while (atomic_load(&S->done) < p)
+        usleep(200);
+    double a = S->t0[0], b = S->t1[0];
+    for (int i = 1; i < p; i++) {
+        a = S->t0[i] < a ? S->t0[i] : a;
+        b = S->t1[i] > b ? S->t1[i] : b;
+    }
+    return (b - a) / (double)S->iters;
+}
+
+static void bench_cma_alltoall(void)
+{
+    static const int procs[] = {2, 4, 8};
+    const size_t len = MIB;
+    for (size_t pi = 0; pi < sizeof(procs) / sizeof(procs[0]); pi++) {
+        int p = procs[pi];
+        char name[32];
+        snprintf(name, sizeof(name), "cma_alltoall%d", p);
+        if (!wanted(name))
+            continue;
+        struct a2a_shared *S = mmap(NULL, sizeof(*S), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (S == MAP_FAILED)
+            die("mmap");
+        S->iters = 1;
+        int started = 0;
+        for (; started < p; started++) {
+            pid_t pid = fork();
+            if (pid < 0)
+                break;
+            if (pid == 0)
+                a2a_child(S, started, p, len);
+        }
+        while (started == p && atomic_load(&S->ready) < p)
+            usleep(200);
+        double v[32];
+        int r = 1;
+        if (started == p) {
+            double once = a2a_round(S, p, r++); /* and a warm-up */
+            S->iters = count_for(once, quick ? 0.05 : 0.2, 2, 10000);
+            for (int k = 0; k < reps && !S->err; k++)
+                v[k] = a2a_round(S, p, r++) * 1e6;
+        }
+        atomic_store(&S->round, -1);
+        while (wait(NULL) > 0)
+            ;
+        if (started < p)
+            unavailable(name, "fork failed");
+        else if (S->err)
+            unavailable(name, cma_why(S->err));
+        else
+            record(name, len, v, reps, "us", "alltoall of 1 MiB blocks, kernel copies only, unsynchronized");
+        munmap(S, sizeof(*S));
+    }
+}
+
 /* ------------------------------------------------------------ cache-line ping-pong */
 
 static inline void cpu_relax(void)
@@ -562,8 +671,8 @@ static void bench_tcp_bw(void)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: limits [--quick] [--reps N] [--only NAME[,NAME...]]\n"
-               "names (or prefixes): memcpy_hot memcpy_cold cma_read cma_write shm_pingpong "
-               "tcp_lat tcp_lat_block tcp_bw\n");
+               "names (or prefixes): memcpy_hot memcpy_cold cma_read cma_write cma_alltoall2 "
+               "cma_alltoall4 cma_alltoall8 shm_pingpong tcp_lat tcp_lat_block tcp_bw\n");
 }
 
 static void human_size(size_t s, char *out, size_t n)
@@ -608,6 +717,7 @@ int main(int argc, char **argv)
 
     bench_memcpy();
     bench_cma();
+    bench_cma_alltoall();
     bench_shm_pingpong();
     tcp_lat("tcp_lat", 1);
     tcp_lat("tcp_lat_block", 0);
