@@ -351,14 +351,17 @@ static void bench_cma(void)
 
 /* ------------------------------------------------------------ alltoall by kernel copies */
 
+static const int a2a_procs[] = {2, 4, 8}; /* cma_alltoallP */
+#define A2A_MAX_PROCS 8
+
 /* What the processes of one cma_alltoall share. */
 struct a2a_shared {
     _Atomic int ready, round, done;
     int err;
     long iters;
-    pid_t pid[8];
-    uint64_t addr[8];
-    double t0[8], t1[8];
+    pid_t pid[A2A_MAX_PROCS];
+    uint64_t addr[A2A_MAX_PROCS];
+    double t0[A2A_MAX_PROCS], t1[A2A_MAX_PROCS];
 };
 
 /* Process me of p: its vector and result, then rounds of the parent's:
@@ -409,10 +412,9 @@ static double a2a_round(struct a2a_shared *S, int p, int r)
 
 static void bench_cma_alltoall(void)
 {
-    static const int procs[] = {2, 4, 8};
     const size_t len = MIB;
-    for (size_t pi = 0; pi < sizeof(procs) / sizeof(procs[0]); pi++) {
-        int p = procs[pi];
+    for (size_t pi = 0; pi < sizeof(a2a_procs) / sizeof(a2a_procs[0]); pi++) {
+        int p = a2a_procs[pi];
         char name[32];
         snprintf(name, sizeof(name), "cma_alltoall%d", p);
         if (!wanted(name))
