@@ -301,6 +301,12 @@ knit_status_t kn_boot_put(kn_boot_t *b, const char *key, const void *val, size_t
 
 knit_status_t kn_boot_get(kn_boot_t *b, const char *key, void *buf, size_t cap, size_t *len)
 {
+    return kn_boot_wait(b, key, buf, cap, len, kn_cfg.boot_timeout);
+}
+
+knit_status_t kn_boot_wait(kn_boot_t *b, const char *key, void *buf, size_t cap, size_t *len,
+                           uint64_t timeout_ns)
+{
     knit_status_t st = usable(b);
     if (st != KNIT_OK)
         return st;
@@ -318,13 +324,14 @@ knit_status_t kn_boot_get(kn_boot_t *b, const char *key, void *buf, size_t cap, 
         st = kn_boot_send(b->fd, KN_BOOT_GET, key, klen, NULL, 0);
         if (st == KNIT_OK) {
             uint32_t l;
-            st = wait_reply(b, KN_BOOT_VALUE, &p, &l, deadline_from_now());
+            st = wait_reply(b, KN_BOOT_VALUE, &p, &l, timeout_ns ? kn_time_ns() + timeout_ns : 0);
             vlen = l;
         }
         if (st != KNIT_OK) {
             b->broken = 1;
             if (st == KNIT_ERR_TIMEOUT)
-                kn_error("bootstrap: no value for key '%s' within KNIT_BOOT_TIMEOUT", key);
+                kn_error("bootstrap: no value for key '%s' within %s", key,
+                         timeout_ns == kn_cfg.boot_timeout ? "KNIT_BOOT_TIMEOUT" : "its time limit");
             return st;
         }
         v = p;
@@ -343,14 +350,20 @@ knit_status_t kn_boot_get(kn_boot_t *b, const char *key, void *buf, size_t cap, 
 
 knit_status_t kn_boot_fence(kn_boot_t *b)
 {
+    return kn_boot_fence_wait(b, kn_cfg.boot_timeout);
+}
+
+knit_status_t kn_boot_fence_wait(kn_boot_t *b, uint64_t timeout_ns)
+{
     knit_status_t st = usable(b);
     if (st != KNIT_OK || b->fd < 0)
         return st;
     st = kn_boot_send(b->fd, KN_BOOT_FENCE, NULL, 0, NULL, 0);
     if (st == KNIT_OK)
-        st = wait_reply(b, KN_BOOT_FENCE_DONE, NULL, NULL, deadline_from_now());
+        st = wait_reply(b, KN_BOOT_FENCE_DONE, NULL, NULL, timeout_ns ? kn_time_ns() + timeout_ns : 0);
     if (st == KNIT_ERR_TIMEOUT)
-        kn_error("bootstrap: fence not complete within KNIT_BOOT_TIMEOUT");
+        kn_error("bootstrap: fence not complete within %s",
+                 timeout_ns == kn_cfg.boot_timeout ? "KNIT_BOOT_TIMEOUT" : "its time limit");
     if (st != KNIT_OK)
         b->broken = 1;
     return st;

@@ -50,10 +50,19 @@ knit_status_t kn_boot_put(kn_boot_t *b, const char *key, const void *val, size_t
  * KNIT_ERR_NOT_FOUND at once, as nobody else could put it).  A value longer than cap is an error
  * (KNIT_ERR_TRUNCATE) with *len set to the needed size. */
 knit_status_t kn_boot_get(kn_boot_t *b, const char *key, void *buf, size_t cap, size_t *len);
+/* kn_boot_get bounded by timeout_ns instead (0: no bound), for the waits
+ * whose other side moves at the application's pace rather than at start-up's
+ * (a daemon waiting for the job's first module load): the boot timeout must
+ * never end a job that is running. */
+knit_status_t kn_boot_wait(kn_boot_t *b, const char *key, void *buf, size_t cap, size_t *len,
+                           uint64_t timeout_ns);
 
 /* Wait until every rank of the job has entered the fence (puts made before
  * the fence are visible to gets after it). */
 knit_status_t kn_boot_fence(kn_boot_t *b);
+/* The same bounded by timeout_ns (0: no bound): knit_finalize's fence,
+ * which waits for the slowest rank to finish its work. */
+knit_status_t kn_boot_fence_wait(kn_boot_t *b, uint64_t timeout_ns);
 
 /* Ask knitrun to end the job: it prints msg naming this process, stops
  * everything and exits with code. */

@@ -98,7 +98,7 @@ static void transports_stop(knit_ctx_t *ctx)
 
 static knit_status_t fence(knit_ctx_t *ctx)
 {
-    knit_status_t st = kn_boot_fence(ctx->boot);
+    knit_status_t st = kn_boot_fence_wait(ctx->boot, 0);
     if (st != KNIT_OK)
         kn_error("bootstrap fence failed: %s", knit_strerror(st));
     return st;
@@ -169,6 +169,23 @@ static knit_status_t net_connect(knit_ctx_t *ctx)
         if (j > i)
             kn_p2p_set_tl(ctx->p2p, ctx->net_tl, i, j - i);
         i = j + 1;
+    }
+    /* The first rank of every node checks that it reaches the others'
+     * over the network, now, while every rank is starting: later
+     * connections wait for peers at the application's pace, unbounded.
+     * (After the engine has its transport: peers that are through may
+     * send already.) */
+    if (ctx->local_rank == 0 && ctx->nnodes > 1) {
+        int *leaders = malloc((size_t)ctx->nnodes * sizeof(int)), n = 0;
+        if (!leaders)
+            return KNIT_ERR_NOMEM;
+        for (int node = 0; node < ctx->nnodes; node++)
+            if (node != ctx->node && kn_by_net(ctx, ctx->node_first[node]))
+                leaders[n++] = ctx->node_first[node];
+        knit_status_t st = kn_net_wireup(ctx->net_tl, leaders, n);
+        free(leaders);
+        if (st != KNIT_OK)
+            return st;
     }
     return KNIT_OK;
 }
@@ -344,7 +361,9 @@ knit_status_t knit_finalize(knit_ctx_t *ctx)
     kn_off_close(); /* the agent forgets this rank's modules and buffers */
     if (ctx->net_tl)
         kn_net_quiesce(ctx->net_tl); /* what we sent leaves before we stop progressing */
-    knit_status_t st = kn_boot_fence(ctx->boot);
+    /* unbounded: ranks finish their work at their own pace, and a rank
+     * that dies on the way ends the job through its launcher */
+    knit_status_t st = kn_boot_fence_wait(ctx->boot, 0);
     kn_coll_destroy(ctx->coll);
     ctx->coll = NULL;
     transports_stop(ctx);

@@ -133,9 +133,9 @@ typedef struct net_peer {
     uint16_t tx_seq, rx_seq;
     rx_buf_t **held;      /* [window]: early messages */
     unsigned nheld;
-    int alive;            /* heard from it (or an operation to it completed) */
+    int heard;            /* a message from it arrived (kn_net_wireup waits for it) */
+    int hello_sent;       /* kn_net_wireup's message to it is posted */
     unsigned outstanding; /* our operations to it not completed */
-    uint64_t stall_since; /* first unanswered operation while !alive */
     int credit_pending;   /* an explicit CREDIT could not be sent yet */
     int injected;         /* fi_inject since the last tracked send */
 } net_peer_t;
@@ -197,8 +197,6 @@ typedef struct net_tl {
     int rc_verify, rc_enabled;
     int pagemap_fd;
     uint64_t rc_hits, rc_misses, rc_evictions, rc_invalidations;
-    /* connection set-up watch */
-    unsigned idle_polls;
     char desc[256];
 } net_tl_t;
 
@@ -437,18 +435,6 @@ void kn_net_rcache_stats(kn_tl_t *tl, kn_net_rcache_stats_t *st)
 
 /* ------------------------------------------------------------- helpers */
 
-static void peer_stall(net_tl_t *n, net_peer_t *pe)
-{
-    if (!pe->alive && !pe->stall_since && n->p.timeout_ns)
-        pe->stall_since = kn_time_ns();
-}
-
-static void peer_heard(net_peer_t *pe)
-{
-    pe->alive = 1;
-    pe->stall_since = 0;
-}
-
 static int peer_index(net_tl_t *n, net_peer_t *pe)
 {
     return (int)(pe - n->peers);
@@ -486,7 +472,6 @@ static void send_credit(net_tl_t *n, net_peer_t *pe)
                   fi_strerror((int)-rc));
     pe->credit_pending = 1;
     n->credit_work = 1;
-    peer_stall(n, pe);
 }
 
 /* ------------------------------------------------------------ send */
@@ -513,11 +498,8 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
         if (len)
             memcpy(msg + NET_HDRS, payload, len);
         rc = fi_inject(n->ep, msg, total, pe->addr);
-        if (rc == 0) {
+        if (rc == 0)
             pe->injected = 1;
-            if (!pe->outstanding)
-                pe->stall_since = 0; /* nothing tracked to wait for */
-        }
     } else {
         tx_buf_t *t = n->tx_free;
         if (!t)
@@ -531,7 +513,6 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
             n->tx_free = t->next;
             pe->outstanding++;
             pe->injected = 0;
-            peer_stall(n, pe); /* timed until it completes, if the peer never answered yet */
         }
     }
     if (kn_likely(rc == 0)) {
@@ -540,10 +521,8 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
         pe->owed -= give;
         return KNIT_OK;
     }
-    if (rc == -FI_EAGAIN) {
-        peer_stall(n, pe);
+    if (rc == -FI_EAGAIN)
         return KNIT_ERR_AGAIN;
-    }
     kn_error("sending %zu bytes to rank %d: %s", total, peer, fi_strerror((int)-rc));
     return rc == -FI_ECONNREFUSED || rc == -FI_ECONNRESET || rc == -FI_ENOTCONN || rc == -FI_EHOSTUNREACH
                ? KNIT_ERR_PEER
@@ -594,11 +573,9 @@ static knit_status_t net_rma(net_tl_t *n, int peer, int write, void *local, size
     }
     net_peer_t *pe = &n->peers[peer];
     pe->outstanding++;
-    peer_stall(n, pe);
     ssize_t rc = rma_post(n, o);
     if (rc == -FI_EAGAIN) {
         kn_list_push_back(&n->rma_retry, &o->link);
-        peer_stall(n, pe);
         return KNIT_INPROGRESS;
     }
     if (rc) {
@@ -686,7 +663,7 @@ static void rx_complete(net_tl_t *n, rx_buf_t *b, size_t len)
         net_fatal(n, "rank %d: protocol error: message with version %u, kind %u from rank %u", n->p.rank,
                   h.ver_kind >> 4, kind, h.src);
     net_peer_t *pe = &n->peers[h.src];
-    peer_heard(pe);
+    pe->heard = 1;
     b->len = len;
     uint16_t d = (uint16_t)(h.seq - pe->rx_seq);
     if (kn_likely(d == 0)) {
@@ -737,18 +714,6 @@ static void cq_error(net_tl_t *n)
               perr ? perr : "no detail");
 }
 
-static void check_stalls(net_tl_t *n)
-{
-    uint64_t now = kn_time_ns();
-    for (int i = 0; i < n->p.size; i++) {
-        net_peer_t *pe = &n->peers[i];
-        if (pe->stall_since && !pe->alive && now - pe->stall_since > n->p.timeout_ns)
-            net_fatal(n, "rank %d: no answer from rank %d over %s for %.0f s (connection set-up timed out; "
-                      "KNIT_NET_TIMEOUT)", n->p.rank, i, n->info->fabric_attr->prov_name,
-                      (double)(now - pe->stall_since) / 1e9);
-    }
-}
-
 static int net_progress(kn_tl_t *tl)
 {
     net_tl_t *n = net_of(tl);
@@ -772,7 +737,6 @@ static int net_progress(kn_tl_t *tl)
                 break;
             case OP_TX: {
                 tx_buf_t *t = (tx_buf_t *)op;
-                peer_heard(&n->peers[op->peer]);
                 n->peers[op->peer].outstanding--;
                 t->next = n->tx_free;
                 n->tx_free = t;
@@ -780,7 +744,6 @@ static int net_progress(kn_tl_t *tl)
             }
             case OP_RMA: {
                 rma_op_t *o = (rma_op_t *)op;
-                peer_heard(&n->peers[op->peer]);
                 n->peers[op->peer].outstanding--;
                 if (o->lreg)
                     rcache_put(n, o->lreg);
@@ -821,10 +784,6 @@ static int net_progress(kn_tl_t *tl)
         for (int i = 0; i < n->p.size; i++)
             if (n->peers[i].credit_pending)
                 send_credit(n, &n->peers[i]);
-    }
-    if (!events && n->p.timeout_ns && ++n->idle_polls >= 4096) {
-        n->idle_polls = 0;
-        check_stalls(n);
     }
     return events;
 }
@@ -954,13 +913,12 @@ static int net_arm(kn_tl_t *tl)
 
 static void net_disarm(kn_tl_t *tl)
 {
-    net_tl_t *n = net_of(tl);
-    if (n->p.timeout_ns)
-        check_stalls(n);
+    (void)tl; /* arm changed nothing that needs undoing */
 }
 
 /* A CREDIT through a tracked send: its completion says that everything
- * injected to the peer before it has left too. */
+ * injected to the peer before it has left too.  1: sent; 0: no room now;
+ * -1: failed (said). */
 static int send_tracked_credit(net_tl_t *n, net_peer_t *pe)
 {
     tx_buf_t *t = n->tx_free;
@@ -976,9 +934,9 @@ static int send_tracked_credit(net_tl_t *n, net_peer_t *pe)
     if (rc == -FI_EAGAIN)
         return 0;
     if (rc) {
-        kn_warn("finalize: flushing to rank %d: %s", t->op.peer, fi_strerror((int)-rc));
+        kn_warn("rank %d: sending to rank %d: %s", n->p.rank, t->op.peer, fi_strerror((int)-rc));
         pe->injected = 0;
-        return 1;
+        return -1;
     }
     n->tx_free = t->next;
     pe->outstanding++;
@@ -998,7 +956,7 @@ void kn_net_quiesce(kn_tl_t *tl)
         int busy = n->credit_work || !kn_list_empty(&n->rma_retry);
         for (int i = 0; i < n->p.size; i++) {
             net_peer_t *pe = &n->peers[i];
-            if (pe->injected && !send_tracked_credit(n, pe))
+            if (pe->injected && send_tracked_credit(n, pe) == 0)
                 busy = 1;
             busy |= pe->outstanding != 0;
         }
@@ -1009,6 +967,34 @@ void kn_net_quiesce(kn_tl_t *tl)
             return;
         }
         net_progress(tl);
+    }
+}
+
+knit_status_t kn_net_wireup(kn_tl_t *tl, const int *peers, int npeers)
+{
+    net_tl_t *n = net_of(tl);
+    uint64_t t0 = kn_time_ns();
+    for (;;) {
+        int waiting = -1;
+        for (int i = 0; i < npeers; i++) {
+            net_peer_t *pe = &n->peers[peers[i]];
+            int sent = pe->hello_sent;
+            if (!sent && (sent = send_tracked_credit(n, pe)) < 0)
+                return KNIT_ERR_FABRIC;
+            pe->hello_sent = sent;
+            if (!sent || pe->outstanding || !pe->heard)
+                waiting = peers[i];
+        }
+        if (waiting < 0)
+            return KNIT_OK;
+        if (n->p.timeout_ns && kn_time_ns() - t0 > n->p.timeout_ns) {
+            kn_error("no answer from rank %d over %s within %.0f s of start-up (KNIT_NET_TIMEOUT): do "
+                     "the nodes reach each other on this network (KNIT_NET_IFACE, KNIT_NET_PROVIDER)?",
+                     waiting, n->info->fabric_attr->prov_name, (double)n->p.timeout_ns / 1e9);
+            return KNIT_ERR_TIMEOUT;
+        }
+        if (!net_progress(tl))
+            sched_yield();
     }
 }
 

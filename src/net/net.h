@@ -28,7 +28,7 @@ typedef struct kn_net_params {
     unsigned inflight;           /* bulk copies in flight per transfer */
     size_t rcache_max;
     int rcache_verify;           /* 0 auto, 1 pagemap, 2 off */
-    uint64_t timeout_ns;         /* connection set-up limit, 0 none */
+    uint64_t timeout_ns;         /* kn_net_wireup's limit (and finalize's flush), 0 none */
     /* ends the job (never returns): for errors found in progress */
     void (*fatal)(void *arg, const char *msg);
     void *fatal_arg;
@@ -38,6 +38,18 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
 /* Endpoint address of this process (*len: in capacity, out length). */
 knit_status_t kn_net_name(kn_tl_t *tl, void *buf, size_t *len);
 knit_status_t kn_net_connect(kn_tl_t *tl, int rank, const void *name, size_t len);
+
+/*
+ * Start-up check that the network between nodes carries messages: a small
+ * tracked send to each of peers[] (npeers), progressing until every one of
+ * them answered the same way and ours left, within the connection set-up
+ * limit (timeout_ns; KNIT_ERR_TIMEOUT naming the silent peer).  Every
+ * listed peer must make the same call, naming this rank, at the same time.
+ * Connections made later, at the application's pace, have no time limit:
+ * a peer that computes for an hour before it first receives is not dead,
+ * and one that dies is reported by the launcher.
+ */
+knit_status_t kn_net_wireup(kn_tl_t *tl, const int *peers, int npeers);
 
 /* Before the finalize fence: make sure everything sent to peers has left
  * (with manual progress, queued data moves only while we progress). */

@@ -1650,8 +1650,11 @@ static void *net_main(void *arg)
      * never loads a module never pays for it. */
     char word[8];
     size_t wl;
+    /* These waits end when ranks reach their first load, at the
+     * application's pace: no time limit (a process that dies ends the
+     * job through knitrun instead). */
     if (D.g.is_switch)
-        st = kn_boot_get(D.boot, "knit.off.start", word, sizeof(word), &wl);
+        st = kn_boot_wait(D.boot, "knit.off.start", word, sizeof(word), &wl, 0);
     else
         st = kn_boot_put(D.boot, "knit.off.start", "1", 1);
     if (st != KNIT_OK)
@@ -1679,7 +1682,7 @@ static void *net_main(void *arg)
         if (!mask[i])
             continue;
         snprintf(key, sizeof(key), "knit.off.net.%d", i);
-        if ((st = kn_boot_get(D.boot, key, name, sizeof(name), &len)) != KNIT_OK) {
+        if ((st = kn_boot_wait(D.boot, key, name, sizeof(name), &len, 0)) != KNIT_OK) {
             kn_error("network address of daemon %d: %s", i, knit_strerror(st));
             goto out;
         }
