@@ -202,6 +202,7 @@ static void on_signal(int sig)
 /* ------------------------------------------------------------ ranks */
 
 int job_size(void) { return J.size; }
+int job_running(void) { return J.state == RUNNING; }
 int job_nnodes(void) { return J.nnodes; }
 int job_node_of(int rank) { return J.ranks[rank].node; }
 
@@ -665,10 +666,15 @@ static void daemon_exit(kproc_t *p, int status)
         snprintf(what, sizeof(what), "agent on node %d", d->node);
     else
         snprintf(what, sizeof(what), "switch");
+    /* status 1, however it ended: knitrun's status is the program's (a
+     * rank's own status or signal); a daemon is knit's, and on real hosts
+     * its end shows only as a lost connection (job_conn_lost), so a
+     * 128 + signal here would read as the program killed, and differ
+     * between emulated nodes and hosts (docs/knitrun.md, How a job ends) */
     if (how == KN_BOOT_SIGNALED)
-        fail(128 + value, "%s died (killed by %s)", what, signame(value, name, sizeof(name)));
+        fail(1, "%s died (killed by %s)", what, signame(value, name, sizeof(name)));
     else
-        fail(value ? value : 1, "%s died (exited with status %d)", what, value);
+        fail(1, "%s died (exited with status %d)", what, value);
 }
 
 /* knit-agent and knit-switch live beside knitrun. */
