@@ -172,6 +172,7 @@ const char *store_role_name(int role);
 /* job.c, called by store.c */
 struct job_rank;
 int job_size(void);
+int job_running(void);                        /* no failure has stopped the job yet */
 int job_nnodes(void);
 int job_node_of(int rank);
 int job_check_cookie(const char *cookie);
