@@ -232,6 +232,8 @@ kn_mpi_comm_t *kn_mpi_comm_arg(MPI_Comm h, const char *fn, int *err);
     } while (0)
 /* A datatype usable for communication: valid and committed. */
 kn_mpi_type_t *kn_mpi_type_arg(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err);
+/* A datatype for messages: its name, or its handle and how it was made. */
+const char *kn_mpi_type_label(const kn_mpi_type_t *t, char *buf, size_t len);
 
 /* ------------------------------------------------------------ datatypes */
 
