@@ -68,6 +68,15 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **ctx);
 /* Leave the job: waits until every rank has called it, frees everything. */
 knit_status_t knit_finalize(knit_ctx_t *ctx);
 
+/*
+ * Name the call that ends this process's part in the job, for knitrun's
+ * report of a rank that exits without it ("exited without calling NAME";
+ * default knit_finalize).  For layers built on knit: MPI_Init names
+ * MPI_Finalize.  name: a C identifier of 1..63 characters (else
+ * KNIT_ERR_INVAL).  Sends one message to knitrun, waits for none.
+ */
+knit_status_t knit_set_finalize_name(knit_ctx_t *ctx, const char *name);
+
 /* End the whole job now: every process is stopped, knitrun prints msg and
  * exits with code (nonzero).  Never returns. */
 void knit_abort(knit_ctx_t *ctx, int code, const char *msg)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "boot/proto.h"
 #include "coll/coll.h"
 #include "core/ctx.h"
 #include "p2p/p2p.h"
@@ -357,6 +358,20 @@ knit_status_t knit_finalize(knit_ctx_t *ctx)
     free(ctx);
     the_ctx = NULL;
     return st;
+}
+
+knit_status_t knit_set_finalize_name(knit_ctx_t *ctx, const char *name)
+{
+    if (!ctx || ctx != the_ctx || !name)
+        return KNIT_ERR_INVAL;
+    size_t len = strlen(name);
+    if (len == 0 || len > KN_BOOT_FINALIZE_CALL_MAX || (name[0] >= '0' && name[0] <= '9'))
+        return KNIT_ERR_INVAL;
+    for (size_t i = 0; i < len; i++)
+        if (!(name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+              (name[i] >= '0' && name[i] <= '9')))
+            return KNIT_ERR_INVAL;
+    return kn_boot_put(ctx->boot, KN_BOOT_KEY_FINALIZE_CALL, name, len);
 }
 
 void knit_abort(knit_ctx_t *ctx, int code, const char *msg)

@@ -47,4 +47,9 @@ for i in 1 2 3 4 5; do
         -- "$KNITRUN" -n 8 --nodes 2 "$BIN/mpi_fatal" all
 done
 
+# A rank that returns from main without MPI_Finalize is reported with
+# MPI's name for the call it skipped (the others wait in MPI_Finalize)
+expect nofinalize 1 "knitrun: rank 1 on node 0 exited without calling MPI_Finalize" \
+    -- "$KNITRUN" -n 3 "$BIN/mpi_exits" nofinalize
+
 exit $((fails > 0))

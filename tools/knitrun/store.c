@@ -118,6 +118,9 @@ static int on_put(kconn_t *c, const uint8_t *p, uint32_t len)
         kn_error("out of memory for bootstrap key");
         return -1;
     }
+    if (c->role == KN_BOOT_ROLE_RANK && klen == strlen(KN_BOOT_KEY_FINALIZE_CALL) &&
+        !memcmp(key, KN_BOOT_KEY_FINALIZE_CALL, klen))
+        job_rank_finalize_call(c->id, (const char *)val, vlen);
     kn_list_t *e;
     kn_list_for_each(e, &conns) {
         kconn_t *w = kn_list_entry(e, kconn_t, link);
