@@ -172,6 +172,7 @@ typedef struct kn_mpi_keyval {
 typedef struct kn_mpi_state {
     knit_ctx_t *ctx;
     int initialized, finalized;
+    int init_failed;          /* MPI_Init failed: knit_abort(NULL) still reaches knitrun */
     int rank, size;
     int thread_level;
     pthread_t main_thread;
@@ -190,6 +191,12 @@ extern kn_mpi_state_t kn_mpi;
  * cls under MPI_ERRORS_RETURN or a user handler; ends the job under
  * MPI_ERRORS_ARE_FATAL / MPI_ERRORS_ABORT with "fn: class text: detail". */
 int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* kn_mpi_error for a failed engine call: the class of st; an error that
+ * another process's failure caused (KNIT_ERR_PEER, KNIT_ERR_PEER_FAULT),
+ * under a fatal handler, lets that process's own report end the job first
+ * (knit_abort_secondary). */
+int kn_mpi_error_st(kn_mpi_comm_t *c, const char *fn, knit_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The MPI class for a knit status. */
 int kn_mpi_class_of(knit_status_t st);

@@ -814,6 +814,9 @@ knit_status_t kn_shm_ready(kn_tl_t *tl)
         if (n == (ssize_t)sizeof(v) && v == PROBE_VALUE) {
             /* write permission is the same ptrace check as read */
             s->rma_ok[li] = 1;
+        } else if (n < 0 && errno == ESRCH) {
+            /* the peer has already ended (knitrun reports how): it tells
+             * nothing about cross-memory attach, and gets no traffic */
         } else {
             if (!first_errno)
                 first_errno = n < 0 ? errno : EIO;

@@ -52,4 +52,29 @@ done
 expect nofinalize 1 "knitrun: rank 1 on node 0 exited without calling MPI_Finalize" \
     -- "$KNITRUN" -n 3 "$BIN/mpi_exits" nofinalize
 
+# MPI_Init fails: the default handler ends the job with the reason, once
+# (not a line per rank, nor "called before MPI_Init" from the next call).
+# /dev/shm without room: a private mount namespace with a small tmpfs on
+# /dev/shm (the machine's own is untouched).  64 KiB leaves no room for the
+# node segment; 1 MiB lets the agent's segment (about 110 KiB) in, so
+# that the ranks fail and not the agent.  The ranks the segment's creator
+# failed for defer to its report: the verdict is its own.
+NOSPC="MPI_Init: MPI_ERR_OTHER: other error: node segment /knit-[^ ]+-n[01]-p2p of [0-9]+ bytes in /dev/shm: No space left on device"
+if unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs /dev/shm' 2>/dev/null; then
+    # small_shm SIZE command...
+    small_shm=(unshare -m sh -c 'mount -t tmpfs -o size="$0" tmpfs /dev/shm && exec "$@"')
+    expect init.shm_full 1 "knitrun: rank 0 on node 0 aborted \(code 1\): $NOSPC" \
+        -- "${small_shm[@]}" 64k "$KNITRUN" --no-offload -n 3 "$BIN/mpi_exits" init
+    expect init.shm_full.offload 1 "knitrun: rank 0 on node 0 aborted \(code 1\): $NOSPC" \
+        -- "${small_shm[@]}" 1m "$KNITRUN" -n 4 "$BIN/mpi_exits" init
+    expect init.shm_full.nodes2 1 "knitrun: rank (0 on node 0|2 on node 1) aborted \(code 1\): $NOSPC" \
+        -- "${small_shm[@]}" 1m "$KNITRUN" -n 4 --nodes 2 "$BIN/mpi_exits" init
+else
+    skip init.shm_full "cannot mount a private tmpfs on /dev/shm here (unshare -m needs root)"
+fi
+# KNIT_CMA=on where cross-memory attach is forbidden (a seccomp filter, as
+# a container's): every rank fails alike, the job says it once
+expect init.cma_on 1 "knitrun: rank [0-2] on node 0 aborted \(code 1\): MPI_Init: MPI_ERR_OTHER: other error: KNIT_CMA=on but cross-memory attach to 2 local peer\(s\) failed: Operation not permitted" \
+    -- env KNIT_CMA=on "$KNITRUN" -n 3 "$ROOT/$BUILD/tests/job/nocma" "$BIN/mpi_exits" init
+
 exit $((fails > 0))
