@@ -153,11 +153,25 @@ int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...
     return r;
 }
 
+static int caused_by_peer(knit_status_t st)
+{
+    return st == KNIT_ERR_PEER || st == KNIT_ERR_PEER_FAULT;
+}
+
 int kn_mpi_error_st(kn_mpi_comm_t *c, const char *fn, knit_status_t st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int r = verror(c, fn, kn_mpi_class_of(st), st == KNIT_ERR_PEER || st == KNIT_ERR_PEER_FAULT, fmt, ap);
+    int r = verror(c, fn, kn_mpi_class_of(st), caused_by_peer(st), fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int kn_mpi_error_cause(kn_mpi_comm_t *c, const char *fn, int cls, knit_status_t cause, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = verror(c, fn, cls, caused_by_peer(cause), fmt, ap);
     va_end(ap);
     return r;
 }

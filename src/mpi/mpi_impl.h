@@ -198,6 +198,10 @@ int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...
  * (knit_abort_secondary). */
 int kn_mpi_error_st(kn_mpi_comm_t *c, const char *fn, knit_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with class cls, for an error that engine status cause led to
+ * (MPI_ERR_IN_STATUS of a request that failed with it). */
+int kn_mpi_error_cause(kn_mpi_comm_t *c, const char *fn, int cls, knit_status_t cause, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* The MPI class for a knit status. */
 int kn_mpi_class_of(knit_status_t st);
 const char *kn_mpi_class_text(int cls);
