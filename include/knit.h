@@ -142,7 +142,11 @@ typedef struct knit_msg_status {
  * be in [0, KNIT_TAG_UB] for sends.  The buffer belongs to knit until the
  * request completes.  A receive buffer shorter than the message gets the
  * first len bytes and error KNIT_ERR_TRUNCATE in its status; nothing is
- * written past the buffer.
+ * written past the buffer.  A buffer that is not accessible fails the call
+ * with KNIT_ERR_FAULT when it cannot be user memory (NULL plus an offset,
+ * an address in the first MiB); one that a rendezvous copy finds bad fails
+ * the request of the process it belongs to with KNIT_ERR_FAULT and the
+ * peer's with KNIT_ERR_PEER_FAULT (docs/protocols.md, Failed transfers).
  */
 knit_status_t knit_isend(knit_ctx_t *ctx, const void *buf, size_t len,
                          int peer, int tag, uint32_t comm_id,
