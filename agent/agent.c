@@ -631,6 +631,12 @@ static void on_new_conn(int fd, uint32_t ev, void *arg)
     if (n < 0 && errno == EAGAIN)
         return;
     kn_d_unwatch(fd);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+        /* the rank went away before its hello (stopped with a failed job) */
+        kn_debug("a connection closed before its hello");
+        close(fd);
+        return;
+    }
     int evfd = -1;
     for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))

@@ -47,6 +47,8 @@ enum {
     KNIT_ERR_RANGE = -15,       /* value out of range */
     KNIT_ERR_STATE = -16,       /* call not valid in this state */
     KNIT_ERR_FABRIC = -17,      /* network fabric (libfabric) error */
+    KNIT_ERR_FAULT = -18,       /* this process's buffer of the call is not accessible */
+    KNIT_ERR_PEER_FAULT = -19,  /* the peer's buffer of the transfer is not accessible */
 };
 
 /* Human-readable name of a status (never NULL, static storage). */
@@ -65,12 +67,42 @@ typedef struct knit_ctx knit_ctx_t;
  */
 knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **ctx);
 
+/*
+ * knit_init for a layer that reports a failure itself (MPI_Init, whose
+ * default error handler ends the job with the reason): errors are not
+ * logged; on failure the reason (one line, what knit_init would have
+ * logged first) is written to why (len bytes; may be NULL), and
+ * knit_abort(NULL, ...) / knit_abort_secondary(NULL, ...) can still end
+ * the job through knitrun.  A second knit_init after a failure is allowed.
+ */
+knit_status_t knit_init_quiet(int *argc, char ***argv, char *why, size_t len, knit_ctx_t **ctx);
+
 /* Leave the job: waits until every rank has called it, frees everything. */
 knit_status_t knit_finalize(knit_ctx_t *ctx);
+
+/*
+ * Name the call that ends this process's part in the job, for knitrun's
+ * report of a rank that exits without it ("exited without calling NAME";
+ * default knit_finalize).  For layers built on knit: MPI_Init names
+ * MPI_Finalize.  name: a C identifier of 1..63 characters (else
+ * KNIT_ERR_INVAL).  Sends one message to knitrun, waits for none.
+ */
+knit_status_t knit_set_finalize_name(knit_ctx_t *ctx, const char *name);
 
 /* End the whole job now: every process is stopped, knitrun prints msg and
  * exits with code (nonzero).  Never returns. */
 void knit_abort(knit_ctx_t *ctx, int code, const char *msg)
+    __attribute__((noreturn));
+
+/*
+ * knit_abort for an error this process has because another one failed,
+ * which reports the cause itself (KNIT_ERR_PEER: the node segment's
+ * creator could not make it; KNIT_ERR_PEER_FAULT: the peer's buffer of a
+ * transfer is not accessible): waits, progressing, up to 5 s for that
+ * report to end the job, so that knitrun's verdict names the cause, then
+ * aborts with msg.  ctx may be NULL after a failed knit_init_quiet.
+ */
+void knit_abort_secondary(knit_ctx_t *ctx, int code, const char *msg)
     __attribute__((noreturn));
 
 int knit_rank(const knit_ctx_t *ctx);         /* 0 .. size-1 */
@@ -110,7 +142,11 @@ typedef struct knit_msg_status {
  * be in [0, KNIT_TAG_UB] for sends.  The buffer belongs to knit until the
  * request completes.  A receive buffer shorter than the message gets the
  * first len bytes and error KNIT_ERR_TRUNCATE in its status; nothing is
- * written past the buffer.
+ * written past the buffer.  A buffer that is not accessible fails the call
+ * with KNIT_ERR_FAULT when it cannot be user memory (NULL plus an offset,
+ * an address in the first MiB); one that a rendezvous copy finds bad fails
+ * the request of the process it belongs to with KNIT_ERR_FAULT and the
+ * peer's with KNIT_ERR_PEER_FAULT (docs/protocols.md, Failed transfers).
  */
 knit_status_t knit_isend(knit_ctx_t *ctx, const void *buf, size_t len,
                          int peer, int tag, uint32_t comm_id,

@@ -30,6 +30,11 @@
  *   <- SIGNAL signo:u32                       (deliver to every rank of the node)
  *   <- the store closing the connection ends the proxy (it kills what is left).
  *
+ * Reserved key: a rank's PUT of KN_BOOT_KEY_FINALIZE_CALL names the call
+ * that ends its part in the job (a C identifier of at most 63 bytes, e.g.
+ * "MPI_Finalize"), for the store's report of a rank that exits 0 without
+ * FINALIZE; the key is stored like any other.
+ *
  * JOB payload: first:u32 count:u32 (the node's ranks are first ..
  * first + count - 1) nenv:u32 nargs:u32, then nenv NUL-terminated "NAME=value"
  * strings (the environment every rank of the node gets on top of the
@@ -53,6 +58,8 @@
 #define KN_BOOT_MSG_MAX 1024      /* abort message */
 #define KN_BOOT_OUTPUT_MAX 65536  /* one OUTPUT chunk */
 #define KN_BOOT_JOB_MAX (1u << 20)
+#define KN_BOOT_KEY_FINALIZE_CALL "knit.finalize_call"
+#define KN_BOOT_FINALIZE_CALL_MAX 63
 
 enum kn_boot_type {
     KN_BOOT_HELLO = 1,

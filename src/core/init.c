@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "boot/proto.h"
 #include "coll/coll.h"
 #include "core/ctx.h"
 #include "p2p/p2p.h"
@@ -16,8 +18,12 @@
 #include "util/config.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/time.h"
 
 static knit_ctx_t *the_ctx;
+/* The bootstrap connection of a failed knit_init_quiet: the caller reports
+ * the failure through knit_abort(NULL, ...), which must still reach knitrun. */
+static kn_boot_t *failed_boot;
 
 static int env_int(const char *name, int def, int *ok)
 {
@@ -215,8 +221,23 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
     for (int i = 0; i < ctx->size; i++)
         use_net |= kn_by_net(ctx, i);
     knit_status_t create_st = KNIT_OK;
-    if (use_shm && ctx->local_rank == 0)
+    char key[64], why[512];
+    snprintf(key, sizeof(key), "knit.shm.n%d", ctx->node);
+    if (use_shm && ctx->local_rank == 0) {
+        /* the node's other ranks learn why it failed (else they would each
+         * report the segment as missing): "" or the reason, before the fence */
+        kn_log_capture_t cap = kn_log_capture_begin(why, sizeof(why));
         create_st = kn_shm_create(&sp);
+        kn_log_capture_end(cap);
+        if (create_st != KNIT_OK && !why[0])
+            snprintf(why, sizeof(why), "cannot create the node segment: %s", knit_strerror(create_st));
+        if (create_st != KNIT_OK)
+            kn_error("%s", why);
+        st = kn_boot_put(ctx->boot, key, create_st == KNIT_OK ? "" : why,
+                         create_st == KNIT_OK ? 0 : strlen(why));
+        if (st != KNIT_OK && create_st == KNIT_OK)
+            create_st = st;
+    }
     /* everyone fences, even after a failure, so that no one waits forever */
     st = fence(ctx);
     if (st != KNIT_OK)
@@ -224,9 +245,23 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
     if (create_st != KNIT_OK)
         return create_st;
     if (use_shm) {
+        kn_log_capture_t cap = kn_log_capture_begin(why, sizeof(why));
         st = kn_shm_attach(&sp, kn_p2p_recv_cb(), ctx->p2p, &ctx->shm_tl);
-        if (st != KNIT_OK)
+        kn_log_capture_end(cap);
+        if (st != KNIT_OK) {
+            /* the creator's failure, if it failed, is the cause (its key was
+             * put before the fence: the get answers at once) */
+            char cause[512];
+            size_t len = 0;
+            if (ctx->local_rank != 0 &&
+                kn_boot_get(ctx->boot, key, cause, sizeof(cause) - 1, &len) == KNIT_OK && len > 0) {
+                cause[len] = '\0';
+                kn_error("rank %d could not create the node segment: %s", ctx->first_local, cause);
+                return KNIT_ERR_PEER;
+            }
+            kn_error("%s", why[0] ? why : knit_strerror(st));
             return st;
+        }
     }
     if (use_net) {
         st = net_open(ctx);
@@ -257,7 +292,9 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
     return KNIT_OK;
 }
 
-knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
+/* keep_boot: after a failure the bootstrap connection stays open in
+ * failed_boot (knit_init_quiet) */
+static knit_status_t init(int *argc, char ***argv, knit_ctx_t **out, int keep_boot)
 {
     (void)argc;
     (void)argv;
@@ -265,6 +302,10 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
         return KNIT_ERR_INVAL;
     if (the_ctx)
         return KNIT_ERR_STATE;
+    if (failed_boot) { /* a second try after a failure */
+        kn_boot_close(failed_boot);
+        failed_boot = NULL;
+    }
     knit_status_t st = kn_config_load();
     if (st != KNIT_OK)
         return st;
@@ -346,11 +387,34 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
 err_boot:
     kn_off_close();
     transports_stop(ctx);
-    kn_boot_close(ctx->boot);
+    if (keep_boot)
+        failed_boot = ctx->boot;
+    else
+        kn_boot_close(ctx->boot);
 err:
     free(ctx->node_of);
     free(ctx->node_first);
     free(ctx);
+    return st;
+}
+
+knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
+{
+    return init(argc, argv, out, 0);
+}
+
+knit_status_t knit_init_quiet(int *argc, char ***argv, char *why, size_t len, knit_ctx_t **out)
+{
+    char first[512];
+    kn_log_capture_t prev = kn_log_capture_begin(first, sizeof(first));
+    knit_status_t st = init(argc, argv, out, 1);
+    kn_log_capture_end(prev);
+    if (st == KNIT_OK) {
+        if (first[0]) /* an error that did not stop the start: said as usual */
+            kn_error("%s", first);
+    } else if (why && len) {
+        snprintf(why, len, "%s", first[0] ? first : knit_strerror(st));
+    }
     return st;
 }
 
@@ -378,17 +442,59 @@ knit_status_t knit_finalize(knit_ctx_t *ctx)
     return st;
 }
 
+knit_status_t knit_set_finalize_name(knit_ctx_t *ctx, const char *name)
+{
+    if (!ctx || ctx != the_ctx || !name)
+        return KNIT_ERR_INVAL;
+    size_t len = strlen(name);
+    if (len == 0 || len > KN_BOOT_FINALIZE_CALL_MAX || (name[0] >= '0' && name[0] <= '9'))
+        return KNIT_ERR_INVAL;
+    for (size_t i = 0; i < len; i++)
+        if (!(name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+              (name[i] >= '0' && name[i] <= '9')))
+            return KNIT_ERR_INVAL;
+    return kn_boot_put(ctx->boot, KN_BOOT_KEY_FINALIZE_CALL, name, len);
+}
+
 void knit_abort(knit_ctx_t *ctx, int code, const char *msg)
 {
     if (code == 0)
         code = 1;
     if (!ctx)
         ctx = the_ctx;
-    if (ctx && ctx->boot && !kn_boot_is_singleton(ctx->boot))
-        kn_boot_abort(ctx->boot, code, msg ? msg : "");
+    kn_boot_t *b = ctx ? ctx->boot : failed_boot;
+    if (b && !kn_boot_is_singleton(b))
+        kn_boot_abort(b, code, msg ? msg : "");
     else
         kn_error("abort (code %d): %s", code, msg ? msg : "");
     _exit(code & 0xff ? code & 0xff : 1);
+}
+
+/* How long an error caused by another process waits for that process's
+ * own report to end the job: it comes within milliseconds when it comes
+ * (the cause is told at once, and knitrun stops every process on the
+ * first report); the bound only matters when the other process handles
+ * its error and goes on.  Generous for a host whose cpus are shared by
+ * many more processes than it has. */
+#define ABORT_DEFER_NS (5 * KN_NSEC_PER_SEC)
+
+void knit_abort_secondary(knit_ctx_t *ctx, int code, const char *msg)
+{
+    if (!ctx)
+        ctx = the_ctx;
+    kn_boot_t *b = ctx ? ctx->boot : failed_boot;
+    if (b && !kn_boot_is_singleton(b)) {
+        /* progress meanwhile: what tells the other process may still wait
+         * for a credit in our queue towards it */
+        uint64_t end = kn_time_ns() + ABORT_DEFER_NS;
+        struct timespec ms = {0, 1000000};
+        while (kn_time_ns() < end) {
+            if (ctx && ctx->p2p)
+                kn_p2p_progress(ctx->p2p);
+            nanosleep(&ms, NULL);
+        }
+    }
+    knit_abort(ctx, code, msg);
 }
 
 int knit_rank(const knit_ctx_t *c) { return c->rank; }

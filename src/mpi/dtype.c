@@ -550,10 +550,58 @@ kn_mpi_type_t *kn_mpi_type_arg(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn,
         return NULL;
     }
     if (!t->committed) {
-        *err = kn_mpi_error(c, fn, MPI_ERR_TYPE, "datatype %s is not committed", t->name[0] ? t->name : "");
+        char label[200];
+        *err = kn_mpi_error(c, fn, MPI_ERR_TYPE, "datatype %s is not committed (MPI_Type_commit)",
+                            kn_mpi_type_label(t, label, sizeof(label)));
         return NULL;
     }
     return t;
+}
+
+/* The call that made a derived datatype, by combiner. */
+static const char *constructor_name(int combiner)
+{
+    switch (combiner) {
+    case MPI_COMBINER_DUP: return "MPI_Type_dup";
+    case MPI_COMBINER_CONTIGUOUS: return "MPI_Type_contiguous";
+    case MPI_COMBINER_VECTOR: return "MPI_Type_vector";
+    case MPI_COMBINER_HVECTOR: return "MPI_Type_create_hvector";
+    case MPI_COMBINER_INDEXED: return "MPI_Type_indexed";
+    case MPI_COMBINER_HINDEXED: return "MPI_Type_create_hindexed";
+    case MPI_COMBINER_INDEXED_BLOCK: return "MPI_Type_create_indexed_block";
+    case MPI_COMBINER_HINDEXED_BLOCK: return "MPI_Type_create_hindexed_block";
+    case MPI_COMBINER_STRUCT: return "MPI_Type_create_struct";
+    case MPI_COMBINER_SUBARRAY: return "MPI_Type_create_subarray";
+    case MPI_COMBINER_DARRAY: return "MPI_Type_create_darray";
+    case MPI_COMBINER_RESIZED: return "MPI_Type_create_resized";
+    }
+    return "a datatype constructor";
+}
+
+const char *kn_mpi_type_label(const kn_mpi_type_t *t, char *buf, size_t len)
+{
+    if (t->name[0]) {
+        snprintf(buf, len, "%s", t->name);
+        return buf;
+    }
+    /* unnamed: its handle and how it was made, e.g. "0x4c000005 (unnamed,
+     * MPI_Type_vector of MPI_INT)" */
+    int n = snprintf(buf, len, "0x%x (unnamed, %s", (unsigned)t->handle, constructor_name(t->combiner));
+    for (int i = 0; i < t->nt && n > 0 && (size_t)n < len; i++) {
+        const kn_mpi_type_t *e = kn_mpi_tbl_get(&kn_mpi.types, t->types[i]);
+        const char *sep = i == 0 ? " of " : ", ";
+        if (i == 3) {
+            n += snprintf(buf + n, len - (size_t)n, ", ...");
+            break;
+        }
+        if (e && e->name[0])
+            n += snprintf(buf + n, len - (size_t)n, "%s%s", sep, e->name);
+        else
+            n += snprintf(buf + n, len - (size_t)n, "%s0x%x", sep, (unsigned)t->types[i]);
+    }
+    if (n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ")");
+    return buf;
 }
 
 #define NEWTYPE_CHECK(newtype)                                                   \

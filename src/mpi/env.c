@@ -90,13 +90,19 @@ static int init_common(int *argc, char ***argv, int required, int *provided, con
         fprintf(stderr, "%s: %s: MPI is already initialized\n", fn, kn_mpi_class_text(MPI_ERR_OTHER));
         return MPI_ERR_OTHER;
     }
-    knit_status_t st = knit_init(argc, argv, &kn_mpi.ctx);
+    /* a failure is reported once, by the error handler (MPI_COMM_WORLD's
+     * default, fatal, is the only one a program can have yet): the job ends
+     * with the reason knit would have logged */
+    char why[512];
+    knit_status_t st = knit_init_quiet(argc, argv, why, sizeof(why), &kn_mpi.ctx);
     if (st != KNIT_OK) {
-        fprintf(stderr, "%s: %s: knit_init failed: %s\n", fn, kn_mpi_class_text(MPI_ERR_OTHER),
-                knit_strerror(st));
         kn_mpi.ctx = NULL;
-        return MPI_ERR_OTHER;
+        kn_mpi.init_failed = 1;
+        return kn_mpi_error_st(NULL, fn, st, "%s", why);
     }
+    kn_mpi.init_failed = 0;
+    /* knitrun's report of a rank that exits without finalizing names ours */
+    knit_set_finalize_name(kn_mpi.ctx, "MPI_Finalize");
     kn_mpi.rank = knit_rank(kn_mpi.ctx);
     kn_mpi.size = knit_size(kn_mpi.ctx);
     kn_mpi.main_thread = pthread_self();

@@ -90,6 +90,7 @@ int kn_mpi_class_of(knit_status_t st)
     case KNIT_ERR_PEER: return MPI_ERR_PROC_ABORTED;
     case KNIT_ERR_NOT_SUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
     case KNIT_ERR_RANGE: return MPI_ERR_ARG;
+    case KNIT_ERR_FAULT: return MPI_ERR_BUFFER;
     default: return MPI_ERR_OTHER;
     }
 }
@@ -107,17 +108,23 @@ static kn_mpi_comm_t *default_comm(void)
     return c;
 }
 
-static void die(const char *msg) __attribute__((noreturn));
-static void die(const char *msg)
+/* secondary: the error comes from another process's failure, which that
+ * process reports itself (knit_abort_secondary lets its report win) */
+static void die(const char *msg, int secondary) __attribute__((noreturn));
+static void die(const char *msg, int secondary)
 {
-    if (kn_mpi.ctx)
+    /* after a failed MPI_Init knit still reaches knitrun (knit_init_quiet) */
+    if (kn_mpi.ctx || kn_mpi.init_failed) {
+        if (secondary)
+            knit_abort_secondary(kn_mpi.ctx, 1, msg);
         knit_abort(kn_mpi.ctx, 1, msg);
+    }
     fprintf(stderr, "%s\n", msg);
     fflush(stderr);
     _exit(1);
 }
 
-int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...)
+static int verror(kn_mpi_comm_t *c, const char *fn, int cls, int secondary, const char *fmt, va_list ap)
 {
     if (!c && kn_mpi.initialized && !kn_mpi.finalized)
         c = default_comm();
@@ -131,13 +138,42 @@ int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...
         eh->fn(&h, &e);
         return cls;
     }
-    char detail[512], msg[1024];
+    char detail[768], msg[1024];
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    snprintf(msg, sizeof(msg), "%s: %s: %s", fn, kn_mpi_class_text(cls), detail);
+    die(msg, secondary);
+}
+
+int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof(detail), fmt, ap);
+    int r = verror(c, fn, cls, 0, fmt, ap);
     va_end(ap);
-    snprintf(msg, sizeof(msg), "%s: %s: %s", fn, kn_mpi_class_text(cls), detail);
-    die(msg);
+    return r;
+}
+
+static int caused_by_peer(knit_status_t st)
+{
+    return st == KNIT_ERR_PEER || st == KNIT_ERR_PEER_FAULT;
+}
+
+int kn_mpi_error_st(kn_mpi_comm_t *c, const char *fn, knit_status_t st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = verror(c, fn, kn_mpi_class_of(st), caused_by_peer(st), fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int kn_mpi_error_cause(kn_mpi_comm_t *c, const char *fn, int cls, knit_status_t cause, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = verror(c, fn, cls, caused_by_peer(cause), fmt, ap);
+    va_end(ap);
+    return r;
 }
 
 int kn_mpi_not_ready(const char *fn)
@@ -145,7 +181,7 @@ int kn_mpi_not_ready(const char *fn)
     char msg[256];
     snprintf(msg, sizeof(msg), "%s: %s: called %s", fn, kn_mpi_class_text(MPI_ERR_OTHER),
              kn_mpi.finalized ? "after MPI_Finalize" : "before MPI_Init");
-    die(msg);
+    die(msg, 0);
 }
 
 /* ------------------------------------------------------------ public */

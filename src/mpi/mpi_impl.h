@@ -172,6 +172,7 @@ typedef struct kn_mpi_keyval {
 typedef struct kn_mpi_state {
     knit_ctx_t *ctx;
     int initialized, finalized;
+    int init_failed;          /* MPI_Init failed: knit_abort(NULL) still reaches knitrun */
     int rank, size;
     int thread_level;
     pthread_t main_thread;
@@ -191,6 +192,16 @@ extern kn_mpi_state_t kn_mpi;
  * MPI_ERRORS_ARE_FATAL / MPI_ERRORS_ABORT with "fn: class text: detail". */
 int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* kn_mpi_error for a failed engine call: the class of st; an error that
+ * another process's failure caused (KNIT_ERR_PEER, KNIT_ERR_PEER_FAULT),
+ * under a fatal handler, lets that process's own report end the job first
+ * (knit_abort_secondary). */
+int kn_mpi_error_st(kn_mpi_comm_t *c, const char *fn, knit_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The same with class cls, for an error that engine status cause led to
+ * (MPI_ERR_IN_STATUS of a request that failed with it). */
+int kn_mpi_error_cause(kn_mpi_comm_t *c, const char *fn, int cls, knit_status_t cause, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* The MPI class for a knit status. */
 int kn_mpi_class_of(knit_status_t st);
 const char *kn_mpi_class_text(int cls);
@@ -232,6 +243,8 @@ kn_mpi_comm_t *kn_mpi_comm_arg(MPI_Comm h, const char *fn, int *err);
     } while (0)
 /* A datatype usable for communication: valid and committed. */
 kn_mpi_type_t *kn_mpi_type_arg(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err);
+/* A datatype for messages: its name, or its handle and how it was made. */
+const char *kn_mpi_type_label(const kn_mpi_type_t *t, char *buf, size_t len);
 
 /* ------------------------------------------------------------ datatypes */
 

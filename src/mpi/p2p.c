@@ -65,8 +65,54 @@ static int raise_result(kn_mpi_comm_t *c, const char *fn, knit_status_t r, const
         return kn_mpi_error(c, fn, cls, "a message of %zu bytes from rank %d (tag %d) does not fit %zu bytes",
                             ks->msg_length, ks->source >= 0 ? c->job2comm[ks->source] : ks->source, ks->tag,
                             ks->length);
-    return kn_mpi_error(c, fn, cls, "%s", knit_strerror(r));
+    return kn_mpi_error_st(c, fn, r, "%s", knit_strerror(r));
 }
+
+/* ------------------------------------------------------- failed buffers */
+
+/*
+ * A transfer that failed on a buffer names the process whose buffer it
+ * is (job ranks, as knitrun's verdicts): this one's (KNIT_ERR_FAULT: found
+ * when the call was made, or told by the peer that could not copy it), or
+ * the peer's (KNIT_ERR_PEER_FAULT: the peer fails too, and says so itself;
+ * under a fatal handler this rank lets that report end the job).
+ */
+static void fault_text(char *out, size_t n, knit_status_t st, int send, const void *buf, size_t len, int peer)
+{
+    if (st == KNIT_ERR_FAULT)
+        snprintf(out, n, "rank %d: %s buffer %p of %zu bytes is not %s", kn_mpi.rank, send ? "send" : "receive",
+                 buf, len, send ? "readable" : "writable");
+    else if (send)
+        snprintf(out, n, "rank %d's receive buffer is not writable: the message of %zu bytes to it was not delivered",
+                 peer, len);
+    else
+        snprintf(out, n, "rank %d's send buffer is not readable: the message from it was not received", peer);
+}
+
+static int is_fault(knit_status_t st)
+{
+    return st == KNIT_ERR_FAULT || st == KNIT_ERR_PEER_FAULT;
+}
+
+/* Raise a failed engine call of a transfer (what: a prefix, "" or "send: "). */
+static int xfer_error(kn_mpi_comm_t *c, const char *fn, knit_status_t st, const char *what, int send,
+                      const void *buf, size_t len, int peer)
+{
+    char text[256];
+    if (is_fault(st))
+        fault_text(text, sizeof(text), st, send, buf, len, peer);
+    else
+        snprintf(text, sizeof(text), "%s", knit_strerror(st));
+    return kn_mpi_error_st(c, fn, st, "%s%s", what, text);
+}
+
+/* The first request that failed on a buffer since the last raise: noted
+ * when it finishes (its buffer is known then), said by the call that
+ * raises its error. */
+static struct {
+    knit_status_t st;
+    char text[256];
+} last_fault;
 
 /* -------------------------------------------------------- argument checks */
 
@@ -368,7 +414,9 @@ static int req_start(kn_mpi_req_t *r, const char *fn)
         st = recv_post(r->comm, r->buf, r->count, r->type, r->peer, r->tag, &r->kr, &r->tmp);
     if (st != KNIT_OK) {
         r->active = 0;
-        return kn_mpi_error(r->comm, fn, kn_mpi_class_of(st), "%s", knit_strerror(st));
+        size_t len = (size_t)r->count * r->type->size;
+        return xfer_error(r->comm, fn, st, "", r->kind == KN_RQ_SEND, (char *)r->buf + (len ? r->type->true_lb : 0),
+                          len, r->peer >= 0 ? r->comm->ranks[r->peer] : -1);
     }
     return MPI_SUCCESS;
 }
@@ -392,6 +440,15 @@ static int req_finish(kn_mpi_req_t *r, const knit_msg_status_t *ks, knit_status_
         cls = result_class(res);
         if (st && cls != MPI_SUCCESS)
             st->MPI_ERROR = cls;
+        if (is_fault(res) && !last_fault.st) {
+            size_t len = (size_t)r->count * r->type->size;
+            int peer = r->kind == KN_RQ_RECV && ks->source >= 0 ? ks->source
+                       : r->peer >= 0                          ? r->comm->ranks[r->peer]
+                                                               : -1;
+            last_fault.st = res;
+            fault_text(last_fault.text, sizeof(last_fault.text), res, r->kind == KN_RQ_SEND,
+                       r->tmp ? r->tmp : (char *)r->buf + (len ? r->type->true_lb : 0), len, peer);
+        }
     } else if (st) {
         *st = r->done_st;
     }
@@ -466,7 +523,8 @@ static int send_blocking(const void *buf, int count, MPI_Datatype datatype, int 
             st = knit_wait(&kr, NULL);
         free(tmp);
     }
-    return st == KNIT_OK ? MPI_SUCCESS : kn_mpi_error(c, fn, kn_mpi_class_of(st), "%s", knit_strerror(st));
+    return st == KNIT_OK ? MPI_SUCCESS
+                         : xfer_error(c, fn, st, "", 1, (const char *)buf + (len ? t->true_lb : 0), len, c->ranks[dest]);
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
@@ -508,7 +566,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
         status_proc_null(status);
         return MPI_SUCCESS;
     }
-    knit_msg_status_t ks;
+    knit_msg_status_t ks = {.source = source == MPI_ANY_SOURCE ? -1 : c->ranks[source]};
     knit_status_t st;
     size_t len = (size_t)count * t->size;
     if (!len || in_place(t, count)) {
@@ -525,7 +583,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
         free(tmp);
     }
     if (st != KNIT_OK && st != KNIT_ERR_TRUNCATE)
-        return kn_mpi_error(c, __func__, kn_mpi_class_of(st), "%s", knit_strerror(st));
+        return xfer_error(c, __func__, st, "", 0, (char *)buf + (len ? t->true_lb : 0), len, ks.source);
     status_from(status, c, &ks);
     if (st == KNIT_ERR_TRUNCATE && status)
         status->MPI_ERROR = MPI_ERR_TRUNCATE;
@@ -547,19 +605,26 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
     knit_request_t *sr = NULL, *rr = NULL;
     void *stmp = NULL, *rtmp = NULL;
     knit_status_t s = KNIT_OK;
+    size_t slen = (size_t)sendcount * st_->size, rlen = (size_t)recvcount * rt->size;
+    const char *sb = (const char *)sendbuf + (slen ? st_->true_lb : 0);
+    char *rb = (char *)recvbuf + (rlen ? rt->true_lb : 0);
+    int posting_send = 0;
     if (source != MPI_PROC_NULL)
         s = recv_post(c, recvbuf, recvcount, rt, source, recvtag, &rr, &rtmp);
-    if (s == KNIT_OK && dest != MPI_PROC_NULL)
+    if (s == KNIT_OK && dest != MPI_PROC_NULL) {
+        posting_send = 1;
         s = send_post(c, sendbuf, sendcount, st_, dest, sendtag, 0, &sr, &stmp);
+    }
     if (s != KNIT_OK) {
         if (rr) {
             knit_cancel(rr);
             knit_wait(&rr, NULL);
         }
         free(rtmp);
-        return kn_mpi_error(c, __func__, kn_mpi_class_of(s), "%s", knit_strerror(s));
+        return posting_send ? xfer_error(c, __func__, s, "send: ", 1, sb, slen, c->ranks[dest])
+                            : xfer_error(c, __func__, s, "", 0, rb, rlen, job_src(c, source));
     }
-    knit_msg_status_t ks;
+    knit_msg_status_t ks = {.source = -1};
     knit_status_t rs = KNIT_OK, ss = KNIT_OK;
     if (sr)
         ss = knit_wait(&sr, NULL);
@@ -576,7 +641,9 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
         status_proc_null(status);
     }
     if (ss != KNIT_OK)
-        return kn_mpi_error(c, __func__, kn_mpi_class_of(ss), "send: %s", knit_strerror(ss));
+        return xfer_error(c, __func__, ss, "send: ", 1, sb, slen, c->ranks[dest]);
+    if (is_fault(rs))
+        return xfer_error(c, __func__, rs, "", 0, rb, rlen, ks.source);
     return raise_result(c, __func__, rs, &ks);
 }
 
@@ -601,20 +668,25 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
     knit_request_t *sr = NULL, *rr = NULL;
     void *rtmp = NULL;
     knit_status_t s = KNIT_OK;
+    char *rb = (char *)buf + (len ? t->true_lb : 0);
+    int posting_send = 0;
     if (source != MPI_PROC_NULL)
         s = recv_post(c, buf, count, t, source, recvtag, &rr, &rtmp);
-    if (s == KNIT_OK && dest != MPI_PROC_NULL)
+    if (s == KNIT_OK && dest != MPI_PROC_NULL) {
+        posting_send = 1;
         s = knit_isend(kn_mpi.ctx, copy, len, c->ranks[dest], sendtag, c->ctx_id, &sr);
+    }
     if (s != KNIT_OK) {
         if (rr) {
             knit_cancel(rr);
             knit_wait(&rr, NULL);
         }
         free(rtmp);
-        free(copy);
-        return kn_mpi_error(c, __func__, kn_mpi_class_of(s), "%s", knit_strerror(s));
+        free(copy); /* knit's own copy: never what a failed send blames */
+        return posting_send ? xfer_error(c, __func__, s, "send: ", 1, buf, len, c->ranks[dest])
+                            : xfer_error(c, __func__, s, "", 0, rb, len, job_src(c, source));
     }
-    knit_msg_status_t ks;
+    knit_msg_status_t ks = {.source = -1};
     knit_status_t rs = KNIT_OK, ss = KNIT_OK;
     if (sr)
         ss = knit_wait(&sr, NULL);
@@ -631,7 +703,9 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
     }
     free(rtmp);
     if (ss != KNIT_OK)
-        return kn_mpi_error(c, __func__, kn_mpi_class_of(ss), "send: %s", knit_strerror(ss));
+        return xfer_error(c, __func__, ss, "send: ", 1, buf, len, c->ranks[dest]);
+    if (is_fault(rs))
+        return xfer_error(c, __func__, rs, "", 0, rb, len, ks.source);
     return raise_result(c, __func__, rs, &ks);
 }
 
@@ -840,10 +914,27 @@ static int complete(kn_mpi_req_t *r, MPI_Request *handle, MPI_Status *st)
 static int raise_on(kn_mpi_comm_t *c, const char *fn, int cls, const MPI_Status *st)
 {
     kn_mpi_comm_t *live = kn_mpi_comm(c->handle) == c ? c : NULL;
+    if (last_fault.st && kn_mpi_class_of(last_fault.st) == cls) {
+        knit_status_t fst = last_fault.st;
+        last_fault.st = 0;
+        return kn_mpi_error_st(live, fn, fst, "%s", last_fault.text);
+    }
     if (cls == MPI_ERR_TRUNCATE && st)
         return kn_mpi_error(live, fn, cls, "a message from rank %d (tag %d) was longer than the %lld bytes received",
                             st->MPI_SOURCE, st->MPI_TAG, (long long)st->kn_bytes);
     return kn_mpi_error(live, fn, cls, "the request failed");
+}
+
+/* MPI_ERR_IN_STATUS of a multiple completion, with what failed on a
+ * buffer if a request did. */
+static int raise_in_status(kn_mpi_comm_t *c, const char *fn)
+{
+    knit_status_t fst = last_fault.st;
+    last_fault.st = 0;
+    if (fst)
+        return kn_mpi_error_cause(c, fn, MPI_ERR_IN_STATUS, fst, "a request failed (see the statuses): %s",
+                                  last_fault.text);
+    return kn_mpi_error(c, fn, MPI_ERR_IN_STATUS, "a request failed: see the statuses");
 }
 
 static int raise_req(kn_mpi_req_t *r, const char *fn, int cls, const MPI_Status *st)
@@ -857,6 +948,7 @@ static int complete_raise(kn_mpi_req_t *r, MPI_Request *handle, MPI_Status *stat
     kn_mpi_comm_t *c = r->comm;
     kn_mpi_comm_ref(c); /* for the error message after the request is gone */
     MPI_Status tmp, *st = status ? status : &tmp;
+    last_fault.st = 0;
     int cls = complete(r, handle, st);
     if (cls != MPI_SUCCESS)
         cls = raise_on(c, fn, cls, st);
@@ -926,6 +1018,7 @@ static int complete_set(int n, const int *idx, MPI_Request reqs[], MPI_Status st
 {
     int failed = 0;
     MPI_Comm fc = MPI_COMM_NULL;
+    last_fault.st = 0;
     for (int k = 0; k < n; k++) {
         int i = idx ? idx[k] : k;
         kn_mpi_req_t *r = kn_mpi_tbl_get(&kn_mpi.reqs, reqs[i]);
@@ -944,7 +1037,7 @@ static int complete_set(int n, const int *idx, MPI_Request reqs[], MPI_Status st
     }
     if (!failed)
         return MPI_SUCCESS;
-    return kn_mpi_error(kn_mpi_comm(fc), fn, MPI_ERR_IN_STATUS, "a request failed: see the statuses");
+    return raise_in_status(kn_mpi_comm(fc), fn);
 }
 
 int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
@@ -965,6 +1058,7 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
     }
     int failed = 0;
     MPI_Comm fc = MPI_COMM_NULL;
+    last_fault.st = 0;
     for (int i = 0; i < count; i++) {
         kn_mpi_req_t *r = kn_mpi_tbl_get(&kn_mpi.reqs, array_of_requests[i]);
         krs[i] = r && r->active ? r->kr : NULL;
@@ -997,7 +1091,7 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
     if (kss != ksmall)
         free(kss);
     if (failed)
-        return kn_mpi_error(kn_mpi_comm(fc), __func__, MPI_ERR_IN_STATUS, "a request failed: see the statuses");
+        return raise_in_status(kn_mpi_comm(fc), __func__);
     return MPI_SUCCESS;
 }
 
@@ -1514,7 +1608,7 @@ static int mrecv_post(void *buf, int count, MPI_Datatype datatype, MPI_Message *
         knit_status_t st = knit_imrecv(kn_mpi.ctx, p, len, &m->m, &r->kr);
         if (st != KNIT_OK) {
             req_release(r);
-            return kn_mpi_error(c, fn, kn_mpi_class_of(st), "%s", knit_strerror(st));
+            return xfer_error(c, fn, st, "", 0, p, len, -1);
         }
         kn_mpi_tbl_del(&kn_mpi.msgs, *message);
         kn_mpi_comm_unref(m->comm);

@@ -61,6 +61,7 @@
 #include "util/compiler.h"
 #include "util/list.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/pool.h"
 #include "util/time.h"
 
@@ -366,6 +367,14 @@ static knit_status_t rcache_get(net_tl_t *n, const void *buf, size_t len, rc_ent
         }
     }
     n->rc_misses++;
+    /* a buffer that cannot be read fails here, in the process it belongs
+     * to: a peer's RDMA read of it might otherwise never complete (the
+     * net provider serves reads from its own process and, faulting there,
+     * answers nothing) */
+    if (kn_mem_check(buf, len, 0) == 0) {
+        free(pfns);
+        return KNIT_ERR_FAULT;
+    }
     rc_entry_t *e = calloc(1, sizeof(*e));
     if (!e) {
         free(pfns);
@@ -579,13 +588,14 @@ static knit_status_t net_rma(net_tl_t *n, int peer, int write, void *local, size
         return KNIT_INPROGRESS;
     }
     if (rc) {
-        kn_error("RDMA %s of %zu bytes %s rank %d: %s", write ? "write" : "read", len, write ? "to" : "from", peer,
-                 fi_strerror((int)-rc));
+        if (rc != -FI_EFAULT) /* a buffer: the engine finds whose and says so */
+            kn_error("RDMA %s of %zu bytes %s rank %d: %s", write ? "write" : "read", len, write ? "to" : "from",
+                     peer, fi_strerror((int)-rc));
         pe->outstanding--;
         if (o->lreg)
             rcache_put(n, o->lreg);
         kn_pool_put(&n->rma_pool, o);
-        return KNIT_ERR_FABRIC;
+        return rc == -FI_EFAULT ? KNIT_ERR_FAULT : KNIT_ERR_FABRIC;
     }
     return KNIT_INPROGRESS;
 }
@@ -704,6 +714,18 @@ static void cq_error(net_tl_t *n)
     if (rc < 0)
         net_fatal(n, "rank %d: fi_cq_readerr: %s", n->p.rank, fi_strerror((int)-rc));
     net_op_t *op = err.op_context;
+    if (op && op->kind == OP_RMA && (err.err == FI_EFAULT || err.err == FI_EACCES)) {
+        /* a buffer of the transfer, ours or the peer's: the engine finds
+         * whose and tells the peer (docs/protocols.md, NAK) */
+        rma_op_t *o = (rma_op_t *)op;
+        n->peers[op->peer].outstanding--;
+        if (o->lreg)
+            rcache_put(n, o->lreg);
+        kn_tl_comp_t *comp = o->comp;
+        kn_pool_put(&n->rma_pool, o);
+        comp->cb(comp, KNIT_ERR_FAULT);
+        return;
+    }
     char peer[64] = "a peer";
     if (op && op->kind != OP_RX)
         snprintf(peer, sizeof(peer), "rank %d", op->peer);

@@ -49,6 +49,7 @@
 #include "util/config.h"
 #include "util/list.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/pool.h"
 #include "util/time.h"
 
@@ -91,6 +92,9 @@ struct knit_request {
     int src, rtag;          /* recv: the matched envelope */
     knit_status_t result;
     struct kn_ann *ann;     /* send: the announcement it consumes (push) */
+    /* a bulk copy failed on a buffer (0: none): this request's result and
+     * the peer's, told by NAK or PUSH_FAILED once no copy is in flight */
+    knit_status_t fault, fault_peer;
 };
 
 /* An unexpected message (also what knit_improbe hands out). */
@@ -118,7 +122,7 @@ struct kn_ann {
 struct kn_chunk {
     kn_tl_comp_t comp;
     knit_request_t *r;
-    size_t len;
+    size_t off, len;        /* in the request's buffer */
 };
 
 /* A packet waiting for transport credit. */
@@ -301,15 +305,35 @@ static void send_ids(struct kn_p2p *p2p, int peer, int type, uint64_t sreq, uint
     send_ctrl(p2p, peer, &h, &ids, sizeof(ids));
 }
 
+/*
+ * A bulk copy failed on a buffer (KNIT_ERR_FAULT from the transport: the
+ * kernel or the NIC could not access one of the two).  Ours, if our side
+ * of the chunk cannot be read (a push) or written (a pull), else the
+ * peer's; the request stops copying and, once nothing is in flight, tells
+ * the peer with NAK (a pull) or PUSH_FAILED (a push), so that each side's
+ * request fails with the status that blames the right process.
+ */
+static void bulk_fault(knit_request_t *r, int write, size_t off, size_t len)
+{
+    if (r->fault)
+        return;
+    int ours = kn_mem_check((char *)r->buf + off, len, !write) == 0;
+    r->fault = ours ? KNIT_ERR_FAULT : KNIT_ERR_PEER_FAULT;
+    r->fault_peer = ours ? KNIT_ERR_PEER_FAULT : KNIT_ERR_FAULT;
+}
+
 static void chunk_done(kn_tl_comp_t *comp, knit_status_t st)
 {
     struct kn_chunk *ch = kn_container_of(comp, struct kn_chunk, comp);
     knit_request_t *r = ch->r;
     struct kn_p2p *p2p = r->p2p;
-    if (st != KNIT_OK)
+    if (st == KNIT_ERR_FAULT)
+        bulk_fault(r, r->kind == REQ_SEND, ch->off, ch->len);
+    else if (st != KNIT_OK)
         fatal(p2p, "rendezvous copy of %zu bytes with rank %d failed: %s", ch->len,
               r->kind == REQ_RECV ? r->src : r->peer, knit_strerror(st));
-    r->done += ch->len;
+    else
+        r->done += ch->len;
     r->inflight--;
     kn_pool_put(&p2p->chunk_pool, ch);
 }
@@ -321,12 +345,13 @@ static int bulk_issue(struct kn_p2p *p2p, knit_request_t *r, int peer, int write
     kn_tl_t *tl = p2p->peers[peer].tl;
     unsigned max_inflight = tl->bulk_inflight ? tl->bulk_inflight : 1;
     int events = 0;
-    while (r->offset < r->xfer_len && r->inflight < max_inflight) {
+    while (r->offset < r->xfer_len && r->inflight < max_inflight && !r->fault) {
         size_t n = KN_MIN(r->xfer_len - r->offset, p2p->lim.bulk_chunk);
         struct kn_chunk *ch = kn_pool_get(&p2p->chunk_pool);
         if (!ch)
             fatal(p2p, "out of memory for a rendezvous copy");
         ch->r = r;
+        ch->off = r->offset;
         ch->len = n;
         ch->comp.cb = chunk_done;
         char *local = (char *)r->buf + r->offset;
@@ -340,6 +365,10 @@ static int bulk_issue(struct kn_p2p *p2p, knit_request_t *r, int peer, int write
             continue;
         }
         kn_pool_put(&p2p->chunk_pool, ch);
+        if (st == KNIT_ERR_FAULT) {
+            bulk_fault(r, write, r->offset - n, n);
+            break;
+        }
         if (st != KNIT_OK)
             fatal(p2p, "%s %zu bytes %s rank %d's buffer failed: %s", write ? "writing" : "reading", n,
                   write ? "into" : "from", peer, knit_strerror(st));
@@ -350,17 +379,31 @@ static int bulk_issue(struct kn_p2p *p2p, knit_request_t *r, int peer, int write
 }
 
 /* One step of a push at the head of a peer's queue.  Returns 1 when the
- * PUSHED packet went out (the send is complete). */
+ * PUSHED (or PUSH_FAILED) packet went out: the send is complete, with
+ * r->fault as its result. */
 static int push_step(struct kn_p2p *p2p, struct kn_pend *pd)
 {
     knit_request_t *r = pd->req;
     kn_tl_t *tl = p2p->peers[r->peer].tl;
-    if (r->done < r->xfer_len) {
+    if (!r->fault && r->done < r->xfer_len) {
         bulk_issue(p2p, r, r->peer, 1);
-        if (r->done < r->xfer_len)
+        if (!r->fault && r->done < r->xfer_len)
             return 0;
     }
-    knit_status_t st = tl->ops->send(tl, r->peer, &pd->hdr, pd->body, sizeof(kn_pkt_ids_t));
+    knit_status_t st;
+    if (r->fault) {
+        if (r->inflight)
+            return 0;
+        /* the message takes its place in order all the same, failed */
+        kn_pkt_hdr_t h = pd->hdr;
+        kn_pkt_ids_t ids;
+        memcpy(&ids, pd->body, sizeof(ids));
+        kn_pkt_nak_t nak = {ids.sreq, ids.rreq, r->fault_peer, 0};
+        h.type = KN_PKT_PUSH_FAILED;
+        st = tl->ops->send(tl, r->peer, &h, &nak, sizeof(nak));
+    } else {
+        st = tl->ops->send(tl, r->peer, &pd->hdr, pd->body, sizeof(kn_pkt_ids_t));
+    }
     if (st == KNIT_ERR_AGAIN)
         return 0;
     if (st != KNIT_OK)
@@ -383,7 +426,7 @@ static int flush_pending(struct kn_p2p *p2p)
                 if (!push_step(p2p, pd))
                     break;
                 kn_list_del(&pd->link);
-                req_complete(pd->req, KNIT_OK);
+                req_complete(pd->req, pd->req->fault);
                 kn_pool_put(&p2p->pend_pool, pd);
                 continue;
             }
@@ -415,6 +458,15 @@ static int bulk_step(struct kn_p2p *p2p, knit_request_t *r)
 {
     if (r->state == RS_PULL) {
         int events = bulk_issue(p2p, r, r->src, 0);
+        if (r->fault) {
+            if (r->inflight)
+                return events;
+            kn_pkt_hdr_t h = {.type = KN_PKT_NAK};
+            kn_pkt_nak_t nak = {r->remote_req, req_id(r), r->fault_peer, 0};
+            send_ctrl(p2p, r->src, &h, &nak, sizeof(nak));
+            req_complete(r, r->fault);
+            return events + 1;
+        }
         if (r->done == r->xfer_len) {
             send_ids(p2p, r->src, KN_PKT_FIN, r->remote_req, req_id(r), 0);
             req_complete(r, r->msg_len > r->len ? KNIT_ERR_TRUNCATE : KNIT_OK);
@@ -534,15 +586,22 @@ static void handle_message(struct kn_p2p *p2p, int src, const kn_pkt_hdr_t *h, c
     if (kn_unlikely(pe->more_req || pe->more_msg))
         fatal(p2p, "protocol error: message %u from rank %d came before the rest of its previous one", h->seq,
               src);
-    if (h->type == KN_PKT_PUSHED) {
+    if (h->type == KN_PKT_PUSHED || h->type == KN_PKT_PUSH_FAILED) {
         kn_pkt_ids_t ids;
-        memcpy(&ids, payload, sizeof(ids));
+        memcpy(&ids, payload, sizeof(ids)); /* a NAK body starts alike */
         knit_request_t *r = req_lookup(p2p, ids.rreq, REQ_RECV);
         if (!r || r->state != RS_POSTED || !r->announced || r->peer != src ||
             !envelope_match(r->peer, r->tag, r->comm, src, h->tag, h->comm))
             fatal(p2p, "protocol error: rank %d pushed into receive %#llx, which does not expect it", src,
                   (unsigned long long)ids.rreq);
         recv_matched(r, src, h->tag, h->len);
+        if (h->type == KN_PKT_PUSH_FAILED) {
+            kn_pkt_nak_t nak;
+            memcpy(&nak, payload, sizeof(nak));
+            r->offset = 0;
+            req_complete(r, nak.status);
+            return;
+        }
         r->offset = KN_MIN(h->len, r->len);
         req_complete(r, h->len > r->len ? KNIT_ERR_TRUNCATE : KNIT_OK);
         return;
@@ -693,6 +752,14 @@ static void handle_ids(struct kn_p2p *p2p, int src, const kn_pkt_hdr_t *h, const
     fatal(p2p, "protocol error: packet type %u from rank %d names no matching request", h->type, src);
 }
 
+/* A NAK body: the status is one that blames a buffer, reserved is 0. */
+static int nak_valid(const void *payload)
+{
+    kn_pkt_nak_t nak;
+    memcpy(&nak, payload, sizeof(nak));
+    return (nak.status == KNIT_ERR_FAULT || nak.status == KNIT_ERR_PEER_FAULT) && nak.reserved == 0;
+}
+
 static void recv_cb(void *arg, int src, const kn_pkt_hdr_t *h, const void *payload, size_t len)
 {
     struct kn_p2p *p2p = arg;
@@ -723,6 +790,23 @@ static void recv_cb(void *arg, int src, const kn_pkt_hdr_t *h, const void *paylo
             break;
         handle_message(p2p, src, h, payload, len);
         return;
+    case KN_PKT_PUSH_FAILED:
+        if (len != sizeof(kn_pkt_nak_t) || !nak_valid(payload))
+            break;
+        handle_message(p2p, src, h, payload, len);
+        return;
+    case KN_PKT_NAK: {
+        if (len != sizeof(kn_pkt_nak_t) || !nak_valid(payload))
+            break;
+        kn_pkt_nak_t nak;
+        memcpy(&nak, payload, sizeof(nak));
+        knit_request_t *r = req_lookup(p2p, nak.sreq, REQ_SEND);
+        if (!r || r->state != RS_WAIT_FIN || r->peer != src)
+            fatal(p2p, "protocol error: NAK from rank %d for send %#llx, which does not wait for one", src,
+                  (unsigned long long)nak.sreq);
+        req_complete(r, nak.status);
+        return;
+    }
     case KN_PKT_RTR: {
         if (len != sizeof(kn_pkt_rtr_t) && len != offsetof(kn_pkt_rtr_t, rkey))
             break;
@@ -864,7 +948,7 @@ static knit_status_t start_send(struct kn_p2p *p2p, knit_request_t *r)
             if (push_step(p2p, pd)) {
                 kn_list_del(&pd->link);
                 kn_pool_put(&p2p->pend_pool, pd);
-                req_complete(r, KNIT_OK);
+                req_complete(r, r->fault);
             }
         }
         return KNIT_OK;
@@ -1066,7 +1150,10 @@ int kn_p2p_can_get(struct kn_p2p *p2p, int peer)
 knit_status_t kn_p2p_get(struct kn_p2p *p2p, int peer, void *local, size_t len, uint64_t raddr)
 {
     kn_tl_t *tl = kn_p2p_tl_of(p2p, peer);
-    return tl->ops->get(tl, peer, local, len, raddr, 0, NULL);
+    knit_status_t st = tl->ops->get(tl, peer, local, len, raddr, 0, NULL);
+    if (st == KNIT_ERR_FAULT && kn_mem_check(local, len, 1) != 0)
+        st = KNIT_ERR_PEER_FAULT; /* ours is fine: the peer's is not */
+    return st;
 }
 
 void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
@@ -1119,6 +1206,11 @@ knit_status_t kn_p2p_isend(struct kn_p2p *p2p, const void *buf, size_t len, int 
                  "supported yet", peer, p2p->p.node_of[peer]);
         return KNIT_ERR_NOT_SUPPORTED;
     }
+    /* a buffer that cannot be user memory (a small integer or NULL plus an
+     * offset, a kernel address) fails here, in the sender: the copies of
+     * inline and eager messages read it in our own code and would fault */
+    if (kn_unlikely(kn_mem_implausible(buf, len)) && kn_mem_check(buf, len, 0) == 0)
+        return KNIT_ERR_FAULT;
     knit_request_t *r = req_alloc(p2p, REQ_SEND);
     if (!r)
         return KNIT_ERR_NOMEM;
@@ -1147,6 +1239,8 @@ knit_status_t kn_p2p_irecv(struct kn_p2p *p2p, void *buf, size_t len, int peer, 
                  "supported yet", peer, p2p->p.node_of[peer]);
         return KNIT_ERR_NOT_SUPPORTED;
     }
+    if (kn_unlikely(kn_mem_implausible(buf, len)) && kn_mem_check(buf, len, 1) == 0)
+        return KNIT_ERR_FAULT; /* likewise, the receiver */
     knit_request_t *r = req_alloc(p2p, REQ_RECV);
     if (!r)
         return KNIT_ERR_NOMEM;
@@ -1176,7 +1270,10 @@ static void fill_status(const knit_request_t *r, knit_msg_status_t *st)
         st->source = r->src;
         st->tag = r->rtag;
         st->msg_length = r->msg_len;
-        st->length = r->result == KNIT_ERR_CANCELED ? 0 : KN_MIN(r->msg_len, r->len);
+        st->length = r->result == KNIT_ERR_CANCELED || r->result == KNIT_ERR_FAULT ||
+                             r->result == KNIT_ERR_PEER_FAULT
+                         ? 0
+                         : KN_MIN(r->msg_len, r->len);
     } else {
         st->source = r->peer;
         st->tag = r->tag;
@@ -1342,6 +1439,8 @@ knit_status_t kn_p2p_imrecv(struct kn_p2p *p2p, void *buf, size_t len, struct kn
 {
     if (!msg || !*msg || !out || (!buf && len))
         return KNIT_ERR_INVAL;
+    if (kn_unlikely(kn_mem_implausible(buf, len)) && kn_mem_check(buf, len, 1) == 0)
+        return KNIT_ERR_FAULT;
     knit_request_t *r = req_alloc(p2p, REQ_RECV);
     if (!r)
         return KNIT_ERR_NOMEM;
@@ -1382,6 +1481,7 @@ knit_status_t kn_p2p_create(const kn_p2p_params_t *p, struct kn_p2p **out)
         kn_list_init(&p2p->peers[i].anns);
         kn_list_init(&p2p->peers[i].pending_link);
     }
+    kn_mem_init();
     kn_list_init(&p2p->posted);
     kn_list_init(&p2p->unexp);
     kn_list_init(&p2p->bulk);

@@ -53,7 +53,8 @@ void kn_p2p_wake(kn_p2p_t *p2p, int peer);
 /* Reading a local peer's memory at an address it published (collectives
  * that copy straight from the other ranks' buffers): whether peer's
  * transport can (a bulk get needing no registration), and the copy itself,
- * done on return. */
+ * done on return (KNIT_ERR_FAULT: local is not writable;
+ * KNIT_ERR_PEER_FAULT: the peer's memory is not readable). */
 int kn_p2p_can_get(kn_p2p_t *p2p, int peer);
 knit_status_t kn_p2p_get(kn_p2p_t *p2p, int peer, void *local, size_t len, uint64_t raddr);
 

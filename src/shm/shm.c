@@ -464,6 +464,8 @@ static knit_status_t cma_raw(pid_t pid, int peer, void *local, size_t len, uint6
         struct iovec r = {(void *)(uintptr_t)(raddr + done), len - done};
         ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
         if (n <= 0) {
+            if (n < 0 && errno == EFAULT) /* a buffer: the engine finds whose and says so */
+                return KNIT_ERR_FAULT;
             kn_error("%s rank %d (pid %d), %zu bytes: %m",
                      write ? "process_vm_writev to" : "process_vm_readv from", peer, (int)pid, len - done);
             return errno == ESRCH ? KNIT_ERR_PEER : KNIT_ERR_IO;
@@ -508,7 +510,7 @@ static int coop_help(shm_tl_t *s)
             knit_status_t st = cma_raw(peer_pid(s, li), s->p.first_rank + li, (void *)(uintptr_t)(help_addr + off),
                                        n, init_addr + off, !write);
             if (st != KNIT_OK)
-                atomic_store_explicit(&c->error, EIO, memory_order_relaxed);
+                atomic_store_explicit(&c->error, st == KNIT_ERR_FAULT ? EFAULT : EIO, memory_order_relaxed);
             atomic_fetch_add_explicit(&c->helper_done, 1, memory_order_release);
             doorbell_ring(s, li); /* the initiator may sleep on its last chunks */
             events++;
@@ -524,7 +526,10 @@ static knit_status_t coop_finish(shm_tl_t *s, int li, knit_status_t st)
     coop_t *c = &s->out[li].ctl->coop;
     atomic_store_explicit(&c->active, 0, memory_order_release);
     atomic_fetch_sub_explicit(&s->areas[li].help_pending, 1, memory_order_acq_rel);
-    if (st == KNIT_OK && atomic_load_explicit(&c->error, memory_order_relaxed)) {
+    int err = atomic_load_explicit(&c->error, memory_order_relaxed);
+    if (st == KNIT_OK && err == EFAULT) {
+        st = KNIT_ERR_FAULT; /* a buffer, as in cma_raw */
+    } else if (st == KNIT_OK && err) {
         kn_error("rank %d failed to copy its part of a block for this rank", s->p.first_rank + li);
         st = KNIT_ERR_IO;
     }
@@ -814,6 +819,9 @@ knit_status_t kn_shm_ready(kn_tl_t *tl)
         if (n == (ssize_t)sizeof(v) && v == PROBE_VALUE) {
             /* write permission is the same ptrace check as read */
             s->rma_ok[li] = 1;
+        } else if (n < 0 && errno == ESRCH) {
+            /* the peer has already ended (knitrun reports how): it tells
+             * nothing about cross-memory attach, and gets no traffic */
         } else {
             if (!first_errno)
                 first_errno = n < 0 ? errno : EIO;

@@ -36,6 +36,10 @@ enum kn_pkt_type {
     KN_PKT_REVOKE_ACK,  /* sender forgot the announcement: body kn_pkt_ids_t */
     KN_PKT_MORE,        /* the rest of a multi-packet EAGER message, next from its
                          * sender: hdr.len = offset, comm/tag/seq of the message */
+    KN_PKT_NAK,         /* receiver could not pull the message (a buffer is not
+                         * accessible), instead of FIN: body kn_pkt_nak_t */
+    KN_PKT_PUSH_FAILED, /* message that could not be pushed into an announced
+                         * receive, instead of PUSHED: body kn_pkt_nak_t */
     KN_PKT_TYPE_MAX
 };
 
@@ -73,6 +77,16 @@ typedef struct kn_pkt_ids {
     uint64_t rreq;
 } kn_pkt_ids_t;
 
+/* Why a rendezvous failed, told to the other side: the status its own
+ * request completes with (KNIT_ERR_FAULT: your buffer is not accessible;
+ * KNIT_ERR_PEER_FAULT: mine is not). */
+typedef struct kn_pkt_nak {
+    uint64_t sreq;
+    uint64_t rreq;
+    int32_t status;
+    uint32_t reserved;  /* 0 */
+} kn_pkt_nak_t;
+
 typedef struct kn_tl kn_tl_t;
 
 /* Completion of an asynchronous bulk copy. */
@@ -100,7 +114,10 @@ typedef struct kn_tl_ops {
     /* Bulk copies between local memory and a peer's (rkey from the peer's
      * mem_reg).  KNIT_OK: done on return; KNIT_INPROGRESS: comp->cb is
      * called from a later progress; negative: failed, nothing pending.
-     * comp NULL: done on return (by this process alone). */
+     * comp NULL: done on return (by this process alone).  KNIT_ERR_FAULT
+     * (returned or completed): a buffer of the copy, the local or the
+     * peer's, is not accessible (the caller finds out which); the
+     * transport logs nothing for it. */
     knit_status_t (*get)(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr,
                          uint64_t rkey, kn_tl_comp_t *comp);
     knit_status_t (*put)(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,

@@ -10,6 +10,22 @@ int kn_log_level = KN_LOG_WARN;
 static char log_prefix[64] = "knit";
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
+static kn_log_capture_t capture;
+
+kn_log_capture_t kn_log_capture_begin(char *buf, size_t len)
+{
+    kn_log_capture_t prev = capture;
+    if (buf && len)
+        buf[0] = '\0';
+    capture.buf = len ? buf : NULL;
+    capture.len = len;
+    return prev;
+}
+
+void kn_log_capture_end(kn_log_capture_t prev)
+{
+    capture = prev;
+}
 
 void kn_log_set_prefix(const char *fmt, ...)
 {
@@ -33,6 +49,11 @@ void kn_vlog(int level, const char *fmt, va_list ap)
 {
     char line[1024];
     int saved = errno;
+    if (level <= KN_LOG_ERROR && capture.buf && !capture.buf[0]) {
+        vsnprintf(capture.buf, capture.len, fmt, ap);
+        errno = saved;
+        return;
+    }
     if (level < 0)
         level = 0;
     if (level > KN_LOG_TRACE)

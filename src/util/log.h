@@ -9,6 +9,7 @@
 #define KN_UTIL_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum kn_log_level {
     KN_LOG_ERROR = 0,
@@ -25,6 +26,22 @@ const char *kn_log_prefix(void);
 void kn_log_set_level(int level);
 void kn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kn_vlog(int level, const char *fmt, va_list ap);
+/*
+ * Capture: from kn_log_capture_begin on, the first error line logged (by
+ * this thread or another) is kept in buf, without the "knit[...] error: "
+ * prefix, instead of being written; later error lines are written as
+ * usual.  For a caller that reports the error itself (knit_init_quiet: the
+ * MPI layer puts it in the job's abort message), or that passes it on
+ * (the node segment's creator tells the node's other ranks).  Captures
+ * nest: kn_log_capture_end restores the one begin replaced.
+ */
+typedef struct kn_log_capture {
+    char *buf;
+    size_t len;
+} kn_log_capture_t;
+kn_log_capture_t kn_log_capture_begin(char *buf, size_t len);
+void kn_log_capture_end(kn_log_capture_t prev);
+
 /* A fatal error of a layer: log it, hand the message to the layer's
  * handler (which ends the job; NULL: none), and abort should it return. */
 void kn_fatal(void (*handler)(void *arg, const char *msg), void *arg, const char *fmt, ...)

@@ -23,6 +23,8 @@ const char *knit_strerror(knit_status_t s)
     case KNIT_ERR_RANGE: return "value out of range";
     case KNIT_ERR_STATE: return "invalid state for this call";
     case KNIT_ERR_FABRIC: return "network fabric error";
+    case KNIT_ERR_FAULT: return "buffer not accessible";
+    case KNIT_ERR_PEER_FAULT: return "the peer's buffer is not accessible";
     }
     return s > 0 ? "operation in progress" : "unknown error";
 }

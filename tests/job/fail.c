@@ -9,6 +9,7 @@
  *   segv    dereference NULL
  *   exit    exit with CODE
  *   abort   knit_abort with CODE
+ *   nofinalize  exit 0 without knit_finalize
  *   hang    (every rank) wait forever
  * FAIL_IGNORE_TERM=1 makes the waiting ranks ignore SIGTERM, so only the
  * SIGKILL that follows can stop them.
@@ -103,6 +104,8 @@ int main(int argc, char **argv)
             raise(SIGSEGV);
         } else if (!strcmp(mode, "exit")) {
             exit(code);
+        } else if (!strcmp(mode, "nofinalize")) {
+            exit(0);
         } else if (!strcmp(mode, "abort")) {
             knit_abort(ctx, code, "test abort requested");
         }

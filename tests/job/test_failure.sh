@@ -45,6 +45,8 @@ case_ failure.exit3 3 "knitrun: rank 1 on node 0 exited with status 3" 2500 \
     "$KNITRUN" -n $NP --nodes 2 "$F" exit 1 3
 case_ failure.abort 7 "knitrun: rank 2 on node 1 aborted (code 7): test abort requested" 2500 \
     "$KNITRUN" -n $NP --nodes 2 "$F" abort 2 7
+case_ failure.no_finalize 1 "knitrun: rank 1 on node 0 exited without calling knit_finalize" 2500 \
+    "$KNITRUN" -n $NP --nodes 2 "$F" nofinalize 1
 case_ failure.sigterm_ignored 139 "knitrun: rank 0 on node 0 killed by SIGSEGV" 3000 \
     FAIL_IGNORE_TERM=1 "$KNITRUN" -n $NP "$F" segv 0
 case_ failure.timeout 124 "knitrun: job timed out after 2 s" 4500 \

@@ -1,6 +1,6 @@
 /* Under the default handler (MPI_ERRORS_ARE_FATAL) a bad argument ends
  * the job with a message naming the call and the error class.  argv[1]
- * picks the error. */
+ * picks the error; the last rank makes it ("all": every rank). */
 #include "mt.h"
 
 int main(int argc, char **argv)
@@ -8,6 +8,8 @@ int main(int argc, char **argv)
     mt_init(&argc, &argv);
     const char *what = argc > 1 ? argv[1] : "rank";
     int buf[4] = {0};
+    if (!strcmp(what, "all")) /* every rank at once: one verdict, nothing else */
+        MPI_Send(buf, 1, MPI_INT, mt_size + 5, 0, MPI_COMM_WORLD);
     if (mt_rank == mt_size - 1) {
         if (!strcmp(what, "rank"))
             MPI_Send(buf, 1, MPI_INT, mt_size + 5, 0, MPI_COMM_WORLD);
@@ -23,6 +25,15 @@ int main(int argc, char **argv)
         } else if (!strcmp(what, "request")) {
             MPI_Request r = (MPI_Request)42;
             MPI_Wait(&r, MPI_STATUS_IGNORE);
+        } else if (!strcmp(what, "uncommitted")) {
+            MPI_Datatype t;
+            MPI_Type_vector(2, 1, 2, MPI_INT, &t);
+            MPI_Send(buf, 1, t, 0, 0, MPI_COMM_WORLD);
+        } else if (!strcmp(what, "uncommitted_named")) {
+            MPI_Datatype t;
+            MPI_Type_contiguous(2, MPI_INT, &t);
+            MPI_Type_set_name(t, "pair_t");
+            MPI_Send(buf, 1, t, 0, 0, MPI_COMM_WORLD);
         } else if (!strcmp(what, "unsupported")) {
             MPI_Comm c;
             MPI_Comm_idup(MPI_COMM_WORLD, &c, NULL);

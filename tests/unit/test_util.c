@@ -1,12 +1,14 @@
 /* util layer: config parsing, crc32c, lists, pool, strerror. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "harness.h"
 #include "knit.h"
 #include "util/config.h"
 #include "util/crc32c.h"
 #include "util/list.h"
+#include "util/mem.h"
 #include "util/pool.h"
 #include "util/time.h"
 
@@ -192,9 +194,48 @@ KN_TEST(pool_recycles_and_limits)
 
 KN_TEST(strerror_all)
 {
-    for (int s = KNIT_ERR_FABRIC; s <= KNIT_INPROGRESS; s++)
+    for (int s = KNIT_ERR_PEER_FAULT; s <= KNIT_INPROGRESS; s++)
         KN_CHECK(strcmp(knit_strerror(s), "unknown error") != 0);
     KN_CHECK_STR(knit_strerror(-999), "unknown error");
+}
+
+/* Buffers checked without a signal: readable, writable, neither, and a
+ * range whose last page only is bad; a write check leaves the bytes. */
+KN_TEST(mem_check)
+{
+    kn_mem_init();
+    size_t pg = 4096, n = 16 * pg;
+    char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    KN_CHECK(m != MAP_FAILED);
+    for (size_t i = 0; i < n; i++)
+        m[i] = (char)(i * 7);
+    KN_CHECK_EQ(kn_mem_check(m + 5, n - 5, 0), 1);
+    KN_CHECK_EQ(kn_mem_check(m + 5, n - 5, 1), 1);
+    for (size_t i = 0; i < n; i++)
+        KN_CHECK_EQ(m[i], (char)(i * 7));
+    KN_CHECK_EQ(mprotect(m + n - pg, pg, PROT_READ), 0);
+    KN_CHECK_EQ(kn_mem_check(m, n, 0), 1);
+    KN_CHECK_EQ(kn_mem_check(m, n, 1), 0);
+    KN_CHECK_EQ(kn_mem_check(m, n - pg, 1), 1);
+    KN_CHECK_EQ(mprotect(m + n - pg, pg, PROT_NONE), 0);
+    KN_CHECK_EQ(kn_mem_check(m, n, 0), 0);
+    KN_CHECK_EQ(kn_mem_check(m + n - 1, 1, 0), 0);
+    KN_CHECK_EQ(kn_mem_check(m, n - pg, 0), 1);
+    KN_CHECK_EQ(kn_mem_check((void *)0x1000, 4096, 0), 0);
+    KN_CHECK_EQ(kn_mem_check(m, 0, 1), 1);
+    KN_CHECK_EQ(kn_mem_check((void *)(uintptr_t)-4096, 8192, 0), 0); /* wraps */
+    /* a large mapping: 2 system calls per 4 MiB, not a copy */
+    size_t big = 64u << 20;
+    char *b = mmap(NULL, big, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    KN_CHECK(b != MAP_FAILED);
+    KN_CHECK_EQ(kn_mem_check(b, big, 0), 1);
+    munmap(b, big);
+    KN_CHECK(kn_mem_implausible((void *)0x1000, 4096));
+    KN_CHECK(kn_mem_implausible(NULL, 1));
+    KN_CHECK(!kn_mem_implausible(NULL, 0));
+    KN_CHECK(!kn_mem_implausible(m, n));
+    KN_CHECK(kn_mem_implausible((void *)(uintptr_t)0xffff800000000000ull, 8));
+    munmap(m, n);
 }
 
 KN_TEST(time_monotonic)

@@ -85,7 +85,10 @@ static int flush(kconn_t *c)
                 continue;
             if (errno == EAGAIN)
                 break;
-            end(c, strerror(errno));
+            /* a peer that died or closed: the same as its EOF (a rank
+             * SIGTERMed while a reply to it was on its way, not an error
+             * worth a line after the job's verdict) */
+            end(c, errno == EPIPE || errno == ECONNRESET ? "connection closed" : strerror(errno));
             return -1;
         }
         c->out_off += (size_t)n;

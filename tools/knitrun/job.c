@@ -45,6 +45,7 @@ struct jrank {
     kconn_t *conn;
     unsigned hello : 1, finalized : 1, in_fence : 1, exited : 1;
     outbuf_t out[2];
+    char finalize_call[KN_BOOT_FINALIZE_CALL_MAX + 1]; /* "": knit_finalize */
 };
 
 struct jnode {
@@ -202,6 +203,7 @@ static void on_signal(int sig)
 /* ------------------------------------------------------------ ranks */
 
 int job_size(void) { return J.size; }
+int job_running(void) { return J.state == RUNNING; }
 int job_nnodes(void) { return J.nnodes; }
 int job_node_of(int rank) { return J.ranks[rank].node; }
 
@@ -245,7 +247,8 @@ void job_rank_exit(int rank, int how, int value)
     else if (value != 0)
         fail(value, "rank %d on node %d exited with status %d", rank, r->node, value);
     else if (r->hello && !r->finalized)
-        fail(1, "rank %d on node %d exited without calling knit_finalize", rank, r->node);
+        fail(1, "rank %d on node %d exited without calling %s", rank, r->node,
+             r->finalize_call[0] ? r->finalize_call : "knit_finalize");
     if (J.nexited == J.size)
         finish();
 }
@@ -310,6 +313,20 @@ int job_rank_hello(kconn_t *c, int rank)
 void job_rank_finalized(int rank)
 {
     J.ranks[rank].finalized = 1;
+}
+
+void job_rank_finalize_call(int rank, const char *name, size_t len)
+{
+    int ok = len > 0 && len <= KN_BOOT_FINALIZE_CALL_MAX && !(name[0] >= '0' && name[0] <= '9');
+    for (size_t i = 0; ok && i < len; i++)
+        ok = name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+             (name[i] >= '0' && name[i] <= '9');
+    if (!ok) {
+        kn_warn("rank %d named a malformed finalize call (%zu bytes): ignored", rank, len);
+        return;
+    }
+    memcpy(J.ranks[rank].finalize_call, name, len);
+    J.ranks[rank].finalize_call[len] = '\0';
 }
 
 void job_abort(kconn_t *c, int code, const char *msg)
@@ -665,10 +682,15 @@ static void daemon_exit(kproc_t *p, int status)
         snprintf(what, sizeof(what), "agent on node %d", d->node);
     else
         snprintf(what, sizeof(what), "switch");
+    /* status 1, however it ended: knitrun's status is the program's (a
+     * rank's own status or signal); a daemon is knit's, and on real hosts
+     * its end shows only as a lost connection (job_conn_lost), so a
+     * 128 + signal here would read as the program killed, and differ
+     * between emulated nodes and hosts (docs/knitrun.md, How a job ends) */
     if (how == KN_BOOT_SIGNALED)
-        fail(128 + value, "%s died (killed by %s)", what, signame(value, name, sizeof(name)));
+        fail(1, "%s died (killed by %s)", what, signame(value, name, sizeof(name)));
     else
-        fail(value ? value : 1, "%s died (exited with status %d)", what, value);
+        fail(1, "%s died (exited with status %d)", what, value);
 }
 
 /* knit-agent and knit-switch live beside knitrun. */

@@ -172,6 +172,7 @@ const char *store_role_name(int role);
 /* job.c, called by store.c */
 struct job_rank;
 int job_size(void);
+int job_running(void);                        /* no failure has stopped the job yet */
 int job_nnodes(void);
 int job_node_of(int rank);
 int job_check_cookie(const char *cookie);
@@ -180,6 +181,9 @@ int job_proxy_hello(kconn_t *c, int node);
 int job_send_job(kconn_t *c);
 void job_conn_lost(kconn_t *c);
 void job_rank_finalized(int rank);
+/* The call that ends a rank's part (KN_BOOT_KEY_FINALIZE_CALL), for the
+ * report of a rank that exits without it; a malformed name is ignored. */
+void job_rank_finalize_call(int rank, const char *name, size_t len);
 void job_abort(kconn_t *c, int code, const char *msg);
 void job_rank_output(int rank, int stream, const char *buf, size_t n);
 void job_rank_exit(int rank, int how, int value);

@@ -118,6 +118,9 @@ static int on_put(kconn_t *c, const uint8_t *p, uint32_t len)
         kn_error("out of memory for bootstrap key");
         return -1;
     }
+    if (c->role == KN_BOOT_ROLE_RANK && klen == strlen(KN_BOOT_KEY_FINALIZE_CALL) &&
+        !memcmp(key, KN_BOOT_KEY_FINALIZE_CALL, klen))
+        job_rank_finalize_call(c->id, (const char *)val, vlen);
     kn_list_t *e;
     kn_list_for_each(e, &conns) {
         kconn_t *w = kn_list_entry(e, kconn_t, link);
@@ -170,8 +173,10 @@ static int on_abort(kconn_t *c, const uint8_t *p, uint32_t len)
     for (uint32_t i = 0; i < mlen; i++)
         msg[i] = p[4 + i] < 0x20 || p[4 + i] == 0x7f ? ' ' : (char)p[4 + i];
     msg[mlen] = '\0';
+    /* the answer first: stopping the job sends SIGTERM to this rank too */
+    int rc = ack(c, KNIT_OK);
     job_abort(c, (int)(int32_t)kn_boot_get32(p), msg);
-    return ack(c, KNIT_OK);
+    return rc;
 }
 
 static int on_proxy_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
@@ -236,7 +241,10 @@ static int on_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
 
 static void on_close(kconn_t *c, const char *why)
 {
-    if (!c->role)
+    if (!c->role && !strcmp(why, "connection closed") && !job_running())
+        /* a process stopped with the job while it connected */
+        kn_debug("bootstrap connection from %s closed before hello", c->peer);
+    else if (!c->role)
         kn_warn("refused bootstrap connection from %s: %s", c->peer,
                 strcmp(why, "connection closed") ? why : "closed before hello");
     else if (strncmp(why, "connection closed", 17))
