@@ -7,13 +7,25 @@ SWITCH_SRCS := $(wildcard switch/*.c)
 KNIT_AGENT  := $(BUILD)/bin/knit-agent
 KNIT_SWITCH := $(BUILD)/bin/knit-switch
 
+# The daemons export the calls agent/intercept.c defines, so that module
+# code loaded into them (KNIT_MODULE_ISOLATION=inprocess) binds to those.
+INTERCEPTED := exit _exit _Exit abort pthread_create sigprocmask pthread_sigmask sigaction signal
+DAEMON_LDFLAGS := $(foreach s,$(INTERCEPTED),-Wl,--export-dynamic-symbol=$(s))
+
 $(KNIT_AGENT): $(AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(LIBKNIT_A)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBKNIT_A) $(LIBS)
+	$(Q)$(CC) $(LDFLAGS) $(DAEMON_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBKNIT_A) $(LIBS)
 
-$(KNIT_SWITCH): $(SWITCH_SRCS:%.c=$(BUILD)/obj/%.o) $(LIBKNIT_A)
+$(KNIT_SWITCH): $(SWITCH_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/agent/intercept.o $(LIBKNIT_A)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBKNIT_A) $(LIBS)
+	$(Q)$(CC) $(LDFLAGS) $(DAEMON_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBKNIT_A) $(LIBS)
+
+# knit-modhost: one module instance in a process of its own, under a
+# seccomp filter (libseccomp: only this program links it)
+KNIT_MODHOST := $(BUILD)/bin/knit-modhost
+$(KNIT_MODHOST): $(BUILD)/obj/modhost/modhost.o $(LIBKNIT_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIBKNIT_A) $(LIBS) -lseccomp
 
 # Modules: only include/ on the include path, so that a module cannot
 # reach knit's internals; no knit library linked in.
@@ -26,20 +38,26 @@ $(BUILD)/modules/%.so: modules/%.c include/knit/module.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) -Iinclude $(MODULE_CFLAGS) -shared -o $@ $<
 
+# tests/modules/*.c: modules that misbehave, for the tests only
+TEST_MODULES := $(patsubst tests/modules/%.c,$(BUILD)/tests/modules/%.so,$(wildcard tests/modules/*.c))
+$(BUILD)/tests/modules/%.so: tests/modules/%.c include/knit/module.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) -Iinclude $(MODULE_CFLAGS) -shared -o $@ $< -pthread
+
 # bench/offload_rtt.c: round trips to a module vs the agent's built-in handler
 OFFLOAD_BENCH := $(BUILD)/bench/offload_rtt
 $(OFFLOAD_BENCH): $(BUILD)/obj/bench/offload_rtt.o $(LIBKNIT_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIBKNIT_A) $(LIBS)
 
-ALL_TARGETS += $(KNIT_AGENT) $(KNIT_SWITCH) $(MODULES) $(OFFLOAD_BENCH)
+ALL_TARGETS += $(KNIT_AGENT) $(KNIT_SWITCH) $(KNIT_MODHOST) $(MODULES) $(TEST_MODULES) $(OFFLOAD_BENCH)
 
 .PHONY: offload
-offload: $(KNIT_AGENT) $(KNIT_SWITCH) $(MODULES) $(OFFLOAD_BENCH)
+offload: $(KNIT_AGENT) $(KNIT_SWITCH) $(KNIT_MODHOST) $(MODULES) $(OFFLOAD_BENCH)
 
 # make bench-offload: module call overhead and agent asleep/awake round
 # trips, 2 ranks on one node (BENCH_OFFLOAD_ARGS: e.g. --nodes 2 -n 4)
 BENCH_OFFLOAD_ARGS ?= -n 2
 .PHONY: bench-offload
-bench-offload: $(OFFLOAD_BENCH) $(KNIT_AGENT) $(KNIT_SWITCH) $(BUILD)/modules/echo.so $(BUILD)/bin/knitrun
+bench-offload: $(OFFLOAD_BENCH) $(KNIT_AGENT) $(KNIT_SWITCH) $(KNIT_MODHOST) $(BUILD)/modules/echo.so $(BUILD)/bin/knitrun
 	$(Q)$(BUILD)/bin/knitrun $(BENCH_OFFLOAD_ARGS) $(OFFLOAD_BENCH) $(BUILD)/modules/echo.so

@@ -2,7 +2,7 @@
 # Install the Debian packages that knit's build and tests need, when missing.
 # Idempotent: does nothing (and needs no network) when everything is present.
 set -eu
-pkgs="gcc make pkg-config libfabric-dev libfabric-bin iproute2 procps"
+pkgs="gcc make pkg-config libfabric-dev libfabric-bin libseccomp-dev iproute2 procps"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -97,4 +97,12 @@ void kn_d_release(kn_dreq_t *r);
 /* Counters for KN_SQ_INFO and the leak tests. */
 void kn_d_info(uint64_t out[8]);
 
+/* For the interceptions in the daemons' executables (agent/intercept.c):
+ * does module code run in this process now (a handler, or a module's
+ * constructors)?  And module code called how (exit, _exit, _Exit: code;
+ * abort: -1): a handler's call ends as a fault of its module and this
+ * does not return; outside module code it returns at once. */
+int kn_d_in_module(void);
+void kn_d_module_ends(const char *how, int code);
+
 #endif

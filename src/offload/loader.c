@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "offload/offload.h"
+#include "util/env.h"
 #include "util/crc32c.h"
 
 #if defined(__x86_64__)
@@ -64,7 +65,7 @@ static const char *machine_name(unsigned m)
     return "unknown machine";
 }
 
-static knit_status_t check_elf(const void *bytes, size_t len, char *err, size_t errlen)
+knit_status_t kn_mod_check_file(const void *bytes, size_t len, char *err, size_t errlen)
 {
     const unsigned char *b = bytes;
     if (len < SELFMAG || memcmp(b, ELFMAG, SELFMAG)) {
@@ -110,7 +111,7 @@ static knit_status_t finish_open(void *dl, kn_mod_lib_t *out, char *err, size_t 
 knit_status_t kn_mod_open_path(const char *path, const void *bytes, size_t len, kn_mod_lib_t *out, char *err,
                                size_t errlen)
 {
-    knit_status_t st = check_elf(bytes, len, err, errlen);
+    knit_status_t st = kn_mod_check_file(bytes, len, err, errlen);
     if (st != KNIT_OK)
         return st;
     char *real = realpath(path, NULL);
@@ -132,20 +133,26 @@ knit_status_t kn_mod_open_path(const char *path, const void *bytes, size_t len, 
 knit_status_t kn_mod_open(const void *bytes, size_t len, kn_mod_lib_t *out, char *err, size_t errlen)
 {
     const unsigned char *b = bytes;
-    knit_status_t st = check_elf(bytes, len, err, errlen);
+    knit_status_t st = kn_mod_check_file(bytes, len, err, errlen);
     if (st != KNIT_OK)
         return st;
     /* A private file under a name never used before in this process:
      * glibc's dlopen returns an already loaded object for a name it has
      * seen, so /proc/self/fd/N of a memfd (N reused) would not do.  The
-     * file is unlinked as soon as it is mapped. */
+     * file is unlinked as soon as it is mapped; its name carries the job's
+     * id, so that knitrun's clean-up removes it should this process die
+     * in between. */
     static unsigned serial;
     char path[256];
     unsigned short rnd = 0;
     if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
         rnd = 0;
     const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(path, sizeof(path), "%s/knit-module.%d.%u.%04x.so", dir, (int)getpid(), ++serial, rnd);
+    const char *job = getenv(KN_ENV_JOBID);
+    if (job && *job && !strchr(job, '/'))
+        snprintf(path, sizeof(path), "%s/knit-%.64s-module.%d.%u.%04x.so", dir, job, (int)getpid(), ++serial, rnd);
+    else
+        snprintf(path, sizeof(path), "%s/knit-module.%d.%u.%04x.so", dir, (int)getpid(), ++serial, rnd);
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         snprintf(err, errlen, "creating %s: %s", path, strerror(errno));

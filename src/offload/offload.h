@@ -159,10 +159,12 @@ typedef struct kn_mod_lib {
     knit_mod_entry_fn entry;
 } kn_mod_lib_t;
 
+/* The checks made before anything of a module file runs: ELF, this
+ * machine's architecture, a shared object.  KNIT_ERR_INVAL with err. */
+knit_status_t kn_mod_check_file(const void *bytes, size_t len, char *err, size_t errlen);
 /*
- * Check bytes as a module file (ELF, this machine's architecture, a shared
- * object), write them to a private temporary file, dlopen it and unlink
- * it; find KNIT_MOD_SYMBOL.
+ * Check bytes as a module file (kn_mod_check_file), write them to a
+ * private temporary file, dlopen it and unlink it; find KNIT_MOD_SYMBOL.
  * On refusal err says which check failed.  The descriptor itself is
  * checked by kn_mod_check_desc (after calling entry, protected where the
  * caller protects).

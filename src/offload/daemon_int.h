@@ -1,0 +1,194 @@
+/*
+ * Inside the daemons' common core: what daemon.c (the wire between
+ * daemons, loading and unloading, dispatch, the loop, start-up), inst.c
+ * (instances, requests, services, in-process protection) and sandbox.c
+ * (instances in a process of their own) share.  Not for the agent or the
+ * switch: they see daemon.h.
+ */
+#ifndef KN_OFFLOAD_DAEMON_INT_H
+#define KN_OFFLOAD_DAEMON_INT_H
+
+#include <pthread.h>
+#include <time.h>
+
+#include "boot/boot.h"
+#include "offload/daemon.h"
+#include "tl/tl.h"
+#include "util/list.h"
+
+#define KN_WIRE_MAGIC 0x6b6e7764u
+#define KN_WIRE_VERSION 1
+#define KN_PKT_OFFLOAD 0x40
+#define KN_INST_TAB 256
+
+enum { W_LOAD = 1, W_LOAD_ACK, W_LOAD_DONE, W_UNLOAD, W_MSG, W_REQ, W_DONE, W_FAULT, W_UNLOAD_DONE, W_MAX };
+
+typedef struct kn_wire {
+    uint32_t magic;
+    uint16_t version, type;
+    uint64_t auth;
+    uint32_t mod;
+    int32_t from;
+    uint64_t total, offset;
+    uint64_t a, b;
+} kn_wire_t;
+_Static_assert(sizeof(kn_wire_t) == 56, "wire header is 56 bytes");
+
+/* Isolation of module instances (KNIT_MODULE_ISOLATION). */
+enum { KN_ISO_PROCESS = 0, KN_ISO_INPROCESS = 1 };
+
+#include "offload/sandbox.h"
+
+struct knit_mod_ctx {
+    uint32_t id;
+    int placement;
+    int faulted;
+    char name[KNIT_MOD_NAME_MAX];
+    char fault[KN_OFF_ERR_MAX];
+    unsigned has;              /* KN_SBX_HAS_*: its optional handlers */
+    kn_sbx_t *sbx;             /* its process (isolation process), else NULL */
+    kn_mod_lib_t lib;          /* in-process: the loaded object ... */
+    const knit_mod_descriptor_t *desc; /* ... and its descriptor */
+    knit_mod_geometry_t geo;
+    void *state;
+    kn_list_t allocs;
+    kn_list_t reqs;
+    unsigned char *unloaded;   /* agent: [local_size]; */
+    int nunloaded;             /* agent: local ranks; switch: agents */
+    int unload_sent;           /* agent: told the switch that its ranks are done */
+    int dead;                  /* being destroyed */
+    int loading;               /* its process is starting: the load's verdict is due */
+    uint64_t load_seq;         /* the load it belongs to */
+};
+
+typedef struct dtimer {
+    kn_list_t link;
+    uint64_t due, cookie;
+    kn_inst_t *inst;
+} dtimer_t;
+
+typedef struct outmsg {
+    kn_list_t link;
+    kn_wire_t w;
+    char *data;
+    uint64_t len, sent;
+    int started;
+} outmsg_t;
+
+typedef struct selfmsg {
+    kn_list_t link;
+    kn_inst_t *inst;
+    uint32_t id;
+    int32_t from;
+    uint64_t len;
+    char data[];
+} selfmsg_t;
+
+typedef struct reasm {
+    kn_wire_t w;
+    char *buf;
+    uint64_t got;
+    int active;
+} reasm_t;
+
+typedef struct watch {
+    int fd;
+    void (*fn)(int fd, uint32_t events, void *arg);
+    void *arg;
+} watch_t;
+
+struct kn_daemon {
+    kn_d_geo_t g;
+    int *node_first;
+    const kn_d_hooks_t *hooks;
+    kn_boot_t *boot;
+    kn_tl_t *tl;
+    int nids;                  /* nnodes + 1 */
+    uint64_t auth;
+    int epfd, sigfd;
+    int stop;
+    uint64_t budget, spin;
+    int isolation;             /* KN_ISO_* */
+    int host_procs;            /* ranks on this host (KNIT_HOST_PROCS), 0: unknown */
+    kn_inst_t *inst[KN_INST_TAB];
+    int ninst;
+    kn_list_t timers;
+    kn_list_t selfq;
+    kn_list_t *out;            /* [nids] backlog */
+    int backlog;
+    reasm_t *rx;               /* [nids] */
+    watch_t watches[1024];     /* rank sockets, doorbells, signals, the network, module processes */
+    int nwatches;
+    /* requests */
+    kn_dreq_t **reqs;
+    uint32_t *req_gen;
+    uint32_t nreqs, reqs_cap;
+    uint32_t *req_free;
+    uint32_t nfree;
+    uint32_t open_reqs;
+    kn_dreq_t *spare;          /* free records, linked through ->result */
+    unsigned nspare;
+    /* load coordination (agent 0) */
+    struct {
+        int busy;
+        uint64_t seq;
+        uint32_t id;
+        int acks;
+        int32_t status;
+        char msg[KN_OFF_ERR_MAX];
+    } L;
+    uint32_t next_id;
+    /* budget timer (in-process instances) */
+    timer_t btimer;
+    int btimer_ok, btimer_armed;
+    /* the network comes up in a thread, so that it never delays the job */
+    pthread_t net_thread;
+    int net_started, net_ready_fd, net_fd;
+    kn_tl_t *net_tl;         /* set by the thread */
+    knit_status_t net_status;
+    uint64_t alloc_bytes;
+};
+
+extern struct kn_daemon kn_dmn;
+
+/* daemon.c */
+void kn_d_send_msg(int dest, int type, uint32_t mod, uint64_t a, uint64_t b, const void *p1, uint64_t l1,
+                   const void *p2, uint64_t l2);
+/* The verdict of this daemon's part of a load (status, and why not). */
+void kn_d_load_verdict(kn_inst_t *in, int32_t status, const char *msg);
+/* Instance id is gone after an unload (its fini has run). */
+void kn_d_inst_gone(uint32_t id);
+
+/* inst.c: protection of in-process instances */
+int kn_d_protection_init(void);
+void kn_d_budget_timer(int on);
+const char *kn_d_self_name(char *buf, size_t len);
+const char *kn_d_sig_text(int sig, void *addr, char *buf, size_t len);
+
+/* inst.c: requests */
+kn_dreq_t *kn_d_req_new(kn_inst_t *in);
+kn_dreq_t *kn_d_req_find(uint64_t token);
+void kn_d_req_finish(kn_dreq_t *r, int32_t status, const void *res, uint64_t len);
+
+/* inst.c: instances.  Load: KNIT_OK or an error (msg says why, the
+ * instance is gone), or KNIT_INPROGRESS: its process is starting, and
+ * kn_d_load_verdict follows. */
+int32_t kn_d_inst_load(uint32_t id, uint64_t seq, int where, const char *name, const void *bytes,
+                       uint64_t len, char *msg, size_t mlen);
+/* KNIT_INPROGRESS: its process runs fini and ends later (kn_d_inst_gone
+ * then); KNIT_OK: gone now. */
+int kn_d_inst_destroy(kn_inst_t *in, int call_fini);
+/* Disable after a fault: open requests fail with msg; tell: the other daemons too. */
+void kn_d_inst_disable(kn_inst_t *in, const char *msg, int tell);
+/* Calls into an instance. */
+void kn_d_inst_request(kn_dreq_t *r, const void *args, uint64_t len);
+void kn_d_inst_message(kn_inst_t *in, int32_t from, const void *p, uint64_t len);
+/* Self messages and timers that are due: how many ran. */
+int kn_d_run_timers(void);
+
+/* inst.c: services, shared by both isolations (KNIT_OK or KNIT_ERR_*) */
+int32_t kn_d_svc_send(kn_inst_t *m, int32_t dest, const void *msg, uint64_t len);
+int32_t kn_d_svc_multicast(kn_inst_t *m, const void *msg, uint64_t len);
+int32_t kn_d_svc_complete(kn_inst_t *m, uint64_t token, int32_t status, const void *res, uint64_t len);
+
+#endif
