@@ -34,6 +34,20 @@ _Static_assert(sizeof(net_hdr_t) == 8, "net header is 8 bytes");
 knit_status_t kn_net_frame_check(const void *buf, size_t len, size_t rx_size, int nranks, net_hdr_t *h,
                                  const char **why);
 
+/* The window of early messages held per sender, for in_flight messages
+ * a sender can have under way: a power of two, so that a message's slot
+ * (seq % window) stays distinct from every other in the window across the
+ * 16-bit wrap of seq (65536 % window == 0).  With credits + 3 = 18 slots,
+ * a message 17 ahead just after the wrap took the slot of one just before
+ * it, and came out in its place (fuzz_net). */
+static inline unsigned kn_net_window(unsigned in_flight)
+{
+    unsigned w = 1;
+    while (w < in_flight && w < 65536)
+        w <<= 1;
+    return w;
+}
+
 /* How far message seq is ahead of next, the one its sender's order says
  * is due: 0 (deliver now), 1..window-1 (hold it), or -1 (outside the
  * window of messages a sender can have in flight: a protocol error). */

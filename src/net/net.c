@@ -24,7 +24,8 @@
  * sequence number; one that arrives early (a provider without
  * FI_ORDER_SAS, or completions reported out of order) is held in its
  * bounce buffer until the missing ones are delivered.  At most credits+3
- * messages from a peer are in flight, so a window of that size suffices.
+ * messages from a peer are in flight, so a window of that size suffices
+ * (rounded up to a power of two: kn_net_window says why).
  *
  * Bulk.  get = fi_read from the peer's registered buffer (pull), put =
  * fi_write into it (push); local buffers get a descriptor from the
@@ -1303,7 +1304,7 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
     n->peers = calloc((size_t)p->size, sizeof(*n->peers));
     if (!n->peers)
         goto err;
-    n->window = p->credits + 3;
+    n->window = kn_net_window(p->credits + 3);
     for (int i = 0; i < p->size; i++) {
         if (!p->peers[i] || i == p->rank)
             continue;
