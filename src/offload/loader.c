@@ -107,7 +107,9 @@ knit_status_t kn_mod_check_elf(const void *bytes, size_t len, char *err, size_t 
         snprintf(err, errlen, "not an ELF file");
         return KNIT_ERR_INVAL;
     }
-    if (len < sizeof(Elf64_Ehdr) && b[EI_CLASS] == ELFCLASS64) {
+    /* the class byte comes after the magic: a file of the magic alone is
+     * truncated too (fuzz_loader found it read one byte past the file) */
+    if (len <= EI_CLASS || (len < sizeof(Elf64_Ehdr) && b[EI_CLASS] == ELFCLASS64)) {
         snprintf(err, errlen, "truncated ELF header (%zu bytes)", len);
         return KNIT_ERR_INVAL;
     }
