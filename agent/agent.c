@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "offload/daemon.h"
+#include "offload/wire.h"
 #include "offload/offload.h"
 #include "util/compiler.h"
 #include "util/config.h"
@@ -361,17 +362,8 @@ static void add_waiter(kn_list_t *l, int slot, uint64_t id, uint64_t key)
 /* Args of a request: inline, or read from the rank (the DMA engine). */
 static const void *entry_bytes(int slot, const kn_off_sqe_t *q, int mslot, int32_t *st)
 {
-    if (!q->addr) {
-        if (q->inl != q->len) {
-            *st = KNIT_ERR_PROTO;
-            return NULL;
-        }
+    if (!q->addr) /* kn_off_sqe_read checked the form */
         return q->data;
-    }
-    if (q->len > KN_OFF_MSG_MAX || q->inl) {
-        *st = KNIT_ERR_PROTO;
-        return NULL;
-    }
     void *b = scratch(q->len);
     if (!b) {
         *st = KNIT_ERR_NOMEM;
@@ -427,15 +419,14 @@ static void process(int slot, const kn_off_sqe_t *q)
     }
     switch (q->op) {
     case KN_SQ_LOAD: {
-        if (rank == 0 && q->reserved == 1 && q->inl && !q->data[q->inl - 1]) {
+        if (rank != 0) {
+            fail_entry(slot, q, KNIT_ERR_PROTO, "malformed load entry");
+            return;
+        }
+        if (q->reserved == 1) {
             /* rank 0 could not read the file: every rank gets its reason */
             add_waiter(&A.joins, slot, q->id, q->aux);
             kn_d_load(q->aux, q->flags, (const char *)q->data, NULL, 0);
-            return;
-        }
-        if (rank != 0 || q->inl == 0 || q->inl > KNIT_MOD_NAME_MAX || q->data[q->inl - 1] ||
-            q->flags < KNIT_MOD_AT_AGENT || q->flags > KNIT_MOD_AT_SWITCH || !q->addr) {
-            fail_entry(slot, q, KNIT_ERR_PROTO, "malformed load entry");
             return;
         }
         if (q->len > KN_OFF_MSG_MAX) {
@@ -506,18 +497,14 @@ static int poll_queues(void)
         }
         for (int k = 0; head != tail && k < 32; k++) {
             kn_off_sqe_t q;
-            memcpy(&q, &sl->sq[head % KN_OFF_ENTRIES], offsetof(kn_off_sqe_t, data));
-            if (q.inl > KN_OFF_INLINE)
-                q.inl = KN_OFF_INLINE + 1; /* rejected below */
-            else
-                memcpy(q.data, sl->sq[head % KN_OFF_ENTRIES].data, q.inl);
+            const char *why;
+            knit_status_t st = kn_off_sqe_read(&sl->sq[head % KN_OFF_ENTRIES], &q, &why);
             head++;
             __atomic_store_n(&sl->sq_head, head, __ATOMIC_RELEASE);
-            if (q.version != KN_OFF_VERSION || q.inl > KN_OFF_INLINE || q.op == 0 || q.op >= KN_SQ_OP_MAX) {
+            if (st != KNIT_OK) {
                 kn_warn("rank %d: malformed queue entry (op %u, version %u): refused", A.r[s].rank, q.op,
                         q.version);
-                q.inl = 0;
-                fail_entry(s, &q, KNIT_ERR_PROTO, "malformed queue entry");
+                fail_entry(s, &q, KNIT_ERR_PROTO, why);
             } else {
                 process(s, &q);
             }

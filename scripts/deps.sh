@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Install the Debian packages that knit's build and tests need, when missing.
 # Idempotent: does nothing (and needs no network) when everything is present.
+#   deps.sh        what make and make test need
+#   deps.sh fuzz   what make fuzz needs too (clang and libFuzzer)
 set -eu
 pkgs="gcc make pkg-config libfabric-dev libfabric-bin libseccomp-dev iproute2 procps"
+if [ "${1:-}" = fuzz ]; then
+    pkgs="$pkgs clang-14 libclang-rt-14-dev"
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -150,18 +150,24 @@ static knit_status_t wait_ack(kn_boot_t *b, uint64_t deadline)
     knit_status_t st = wait_reply(b, KN_BOOT_ACK, &p, NULL, deadline);
     if (st != KNIT_OK)
         return st;
-    st = (knit_status_t)(int32_t)kn_boot_get32(p);
+    kn_boot_hdr_t h = {.type = KN_BOOT_ACK, .len = 4};
+    kn_boot_msg_t m;
+    const char *why;
+    st = kn_boot_msg_decode(&h, p, &m, &why);
     free(p);
-    return st;
+    if (st != KNIT_OK) {
+        kn_error("bootstrap: malformed reply from the store: %s", why);
+        b->broken = 1;
+        return st;
+    }
+    return m.status;
 }
 
 static knit_status_t hello(kn_boot_t *b, const char *cookie, int role, int id, uint64_t deadline)
 {
     uint8_t msg[KN_BOOT_HELLO_LEN];
-    memcpy(msg, cookie, KN_BOOT_COOKIE_LEN);
-    kn_boot_put32(msg + KN_BOOT_COOKIE_LEN, (uint32_t)role);
-    kn_boot_put32(msg + KN_BOOT_COOKIE_LEN + 4, (uint32_t)id);
-    knit_status_t st = kn_boot_send(b->fd, KN_BOOT_HELLO, msg, sizeof(msg), NULL, 0);
+    kn_boot_msg_t m = {.type = KN_BOOT_HELLO, .cookie = cookie, .role = (uint32_t)role, .id = id};
+    knit_status_t st = kn_boot_send(b->fd, KN_BOOT_HELLO, msg, kn_boot_msg_encode(&m, msg), NULL, 0);
     if (st == KNIT_OK)
         st = wait_ack(b, deadline);
     return st;

@@ -309,3 +309,243 @@ knit_status_t kn_boot_recv(int fd, kn_boot_hdr_t *h, uint8_t **payload, uint64_t
     *payload = p;
     return KNIT_OK;
 }
+
+/* ------------------------------------------------------------ payloads */
+
+knit_status_t kn_boot_msg_decode(const kn_boot_hdr_t *h, const uint8_t *p, kn_boot_msg_t *m,
+                                 const char **why)
+{
+    const char *bad = NULL;
+    kn_boot_msg_t d = {.type = h->type, .data = p, .len = h->len};
+    if (h->len < kn_boot_len_min(h->type) || h->len > kn_boot_len_max(h->type)) {
+        bad = "bad length for message type";
+        goto out;
+    }
+    switch (h->type) {
+    case KN_BOOT_HELLO:
+        d.cookie = (const char *)p;
+        d.role = kn_boot_get32(p + KN_BOOT_COOKIE_LEN);
+        d.id = (int32_t)kn_boot_get32(p + KN_BOOT_COOKIE_LEN + 4);
+        d.data = NULL, d.len = 0;
+        if (!kn_boot_cookie_valid(d.cookie, KN_BOOT_COOKIE_LEN))
+            bad = "malformed cookie in hello";
+        break;
+    case KN_BOOT_ACK:
+        d.status = (int32_t)kn_boot_get32(p);
+        d.data = NULL, d.len = 0;
+        if (d.status > 0)
+            bad = "positive status in ack";
+        break;
+    case KN_BOOT_PUT:
+        d.klen = kn_boot_get32(p);
+        d.key = (const char *)p + 4;
+        if (d.klen > h->len - 4 || !kn_boot_key_valid(d.key, d.klen) ||
+            h->len - 4 - d.klen > KN_BOOT_VAL_MAX) {
+            bad = "malformed put";
+            break;
+        }
+        d.data = p + 4 + d.klen;
+        d.len = h->len - 4 - d.klen;
+        break;
+    case KN_BOOT_GET:
+        d.key = (const char *)p;
+        d.klen = h->len;
+        d.data = NULL, d.len = 0;
+        if (!kn_boot_key_valid(d.key, d.klen))
+            bad = "malformed key in get";
+        break;
+    case KN_BOOT_ABORT:
+        d.code = (int32_t)kn_boot_get32(p);
+        d.data = p + 4;
+        d.len = h->len - 4;
+        break;
+    case KN_BOOT_OUTPUT:
+        d.rank = kn_boot_get32(p);
+        d.stream = kn_boot_get32(p + 4);
+        d.data = p + 8;
+        d.len = h->len - 8;
+        if (d.stream != 1 && d.stream != 2)
+            bad = "bad output stream";
+        break;
+    case KN_BOOT_EXIT:
+        d.rank = kn_boot_get32(p);
+        d.how = kn_boot_get32(p + 4);
+        d.value = (int32_t)kn_boot_get32(p + 8);
+        d.data = NULL, d.len = 0;
+        if ((d.how != KN_BOOT_EXITED && d.how != KN_BOOT_SIGNALED) || d.value < 0 || d.value > 255)
+            bad = "malformed exit report";
+        break;
+    case KN_BOOT_SIGNAL:
+        d.signo = kn_boot_get32(p);
+        d.data = NULL, d.len = 0;
+        if (d.signo == 0 || d.signo > KN_BOOT_SIG_MAX)
+            bad = "bad signal number";
+        break;
+    case KN_BOOT_FENCE:
+    case KN_BOOT_FENCE_DONE:
+    case KN_BOOT_FINALIZE:
+        d.data = NULL;
+        break;
+    case KN_BOOT_VALUE:
+    case KN_BOOT_JOB:
+        break;
+    default:
+        bad = "unknown message type";
+    }
+out:
+    if (bad) {
+        if (why)
+            *why = bad;
+        return KNIT_ERR_PROTO;
+    }
+    *m = d;
+    return KNIT_OK;
+}
+
+uint32_t kn_boot_msg_encode(const kn_boot_msg_t *m, uint8_t *out)
+{
+    uint32_t n = 0;
+    switch (m->type) {
+    case KN_BOOT_HELLO:
+        memcpy(out, m->cookie, KN_BOOT_COOKIE_LEN);
+        kn_boot_put32(out + KN_BOOT_COOKIE_LEN, m->role);
+        kn_boot_put32(out + KN_BOOT_COOKIE_LEN + 4, (uint32_t)m->id);
+        return KN_BOOT_HELLO_LEN;
+    case KN_BOOT_ACK:
+        kn_boot_put32(out, (uint32_t)m->status);
+        return 4;
+    case KN_BOOT_PUT:
+        kn_boot_put32(out, m->klen);
+        memcpy(out + 4, m->key, m->klen);
+        n = 4 + m->klen;
+        break;
+    case KN_BOOT_GET:
+        memcpy(out, m->key, m->klen);
+        return m->klen;
+    case KN_BOOT_ABORT:
+        kn_boot_put32(out, (uint32_t)m->code);
+        n = 4;
+        break;
+    case KN_BOOT_OUTPUT:
+        kn_boot_put32(out, m->rank);
+        kn_boot_put32(out + 4, m->stream);
+        n = 8;
+        break;
+    case KN_BOOT_EXIT:
+        kn_boot_put32(out, m->rank);
+        kn_boot_put32(out + 4, m->how);
+        kn_boot_put32(out + 8, (uint32_t)m->value);
+        return 12;
+    case KN_BOOT_SIGNAL:
+        kn_boot_put32(out, m->signo);
+        return 4;
+    case KN_BOOT_VALUE:
+    case KN_BOOT_JOB:
+        break;
+    default:
+        return 0;
+    }
+    if (m->len)
+        memcpy(out + n, m->data, m->len);
+    return n + m->len;
+}
+
+knit_status_t kn_boot_job_decode(const uint8_t *p, uint32_t len, kn_boot_job_t *job, const char **why)
+{
+    const char *bad = NULL;
+    kn_boot_job_t j = {0};
+    if (len < 16 || len > KN_BOOT_JOB_MAX) {
+        bad = "bad length";
+        goto out;
+    }
+    j.first = kn_boot_get32(p);
+    j.count = kn_boot_get32(p + 4);
+    j.nenv = kn_boot_get32(p + 8);
+    j.nargs = kn_boot_get32(p + 12);
+    j.strs = (const char *)p + 16;
+    j.strs_len = len - 16;
+    if (j.first > INT32_MAX || j.count == 0 || j.count > 1u << 20 || j.nargs == 0) {
+        bad = "bad rank range or no program";
+        goto out;
+    }
+    /* every string takes at least its NUL: counts beyond the bytes fail
+     * here, before the walk */
+    if ((uint64_t)j.nenv + 1 + j.nargs > j.strs_len) {
+        bad = "more strings than bytes";
+        goto out;
+    }
+    const char *s = j.strs, *end = j.strs + j.strs_len;
+    for (uint64_t i = 0; i < (uint64_t)j.nenv + 1 + j.nargs; i++) {
+        const char *z = memchr(s, '\0', (size_t)(end - s));
+        if (!z) {
+            bad = "unterminated string";
+            goto out;
+        }
+        if (i < j.nenv) {
+            const char *eq = memchr(s, '=', (size_t)(z - s));
+            if (!eq || eq == s) {
+                bad = "environment string without NAME=";
+                goto out;
+            }
+        }
+        s = z + 1;
+    }
+    if (s != end)
+        bad = "bytes after the last string";
+out:
+    if (bad) {
+        if (why)
+            *why = bad;
+        return KNIT_ERR_PROTO;
+    }
+    *job = j;
+    return KNIT_OK;
+}
+
+size_t kn_boot_job_size(char *const env[], size_t nenv, const char *cwd, char *const argv[], size_t nargs)
+{
+    size_t len = 16 + strlen(cwd) + 1;
+    for (size_t i = 0; i < nenv; i++)
+        len += strlen(env[i]) + 1;
+    for (size_t i = 0; i < nargs; i++)
+        len += strlen(argv[i]) + 1;
+    return len;
+}
+
+void kn_boot_job_encode(uint8_t *out, uint32_t first, uint32_t count, char *const env[], size_t nenv,
+                        const char *cwd, char *const argv[], size_t nargs)
+{
+    kn_boot_put32(out, first);
+    kn_boot_put32(out + 4, count);
+    kn_boot_put32(out + 8, (uint32_t)nenv);
+    kn_boot_put32(out + 12, (uint32_t)nargs);
+    char *q = (char *)out + 16;
+    for (size_t i = 0; i < nenv; i++)
+        q = stpcpy(q, env[i]) + 1;
+    q = stpcpy(q, cwd) + 1;
+    for (size_t i = 0; i < nargs; i++)
+        q = stpcpy(q, argv[i]) + 1;
+}
+
+knit_status_t kn_boot_launch_line_decode(char *line, const char **cookie, int *node, const char **addrs)
+{
+    char *sp = strchr(line, ' ');
+    if (!sp || !kn_boot_cookie_valid(line, (size_t)(sp - line)))
+        return KNIT_ERR_INVAL;
+    *sp = '\0';
+    char *p = sp + 1;
+    long long v = 0;
+    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9'))
+        return KNIT_ERR_INVAL; /* knitrun writes %d: no sign, no leading zero */
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (*p - '0');
+        if (v > INT32_MAX)
+            return KNIT_ERR_INVAL;
+    }
+    if (*p != ' ' || !p[1] || p[1] == ' ')
+        return KNIT_ERR_INVAL;
+    *cookie = line;
+    *node = (int)v;
+    *addrs = p + 1;
+    return KNIT_OK;
+}

@@ -114,6 +114,70 @@ void kn_boot_hdr_encode(uint8_t out[KN_BOOT_HDR_SIZE], unsigned type, uint32_t l
 knit_status_t kn_boot_hdr_decode(const uint8_t in[KN_BOOT_HDR_SIZE], kn_boot_hdr_t *out,
                                  const char **why);
 
+/*
+ * One message's payload, decoded: pointers into the payload, which must
+ * outlive it.  kn_boot_msg_decode checks what the payload alone can tell
+ * (the header was checked by kn_boot_hdr_decode); whether the message is
+ * acceptable in the conversation is the receiver's business.
+ *   HELLO    cookie (KN_BOOT_COOKIE_LEN lowercase hex digits), role, id
+ *   ACK      status (0 or negative)
+ *   PUT      key/klen (a valid key), data/len (the value)
+ *   GET      key/klen (a valid key)
+ *   VALUE    data/len
+ *   ABORT    code, data/len (the message, any bytes)
+ *   JOB      data/len (see kn_boot_job_decode)
+ *   OUTPUT   rank, stream (1 or 2), data/len
+ *   EXIT     rank, how (KN_BOOT_EXITED/SIGNALED), value (0..255)
+ *   SIGNAL   signo (1..KN_BOOT_SIG_MAX)
+ */
+#define KN_BOOT_SIG_MAX 64
+typedef struct kn_boot_msg {
+    unsigned type;
+    const char *cookie;
+    uint32_t role;
+    int32_t id;
+    int32_t status, code, value;
+    uint32_t rank, stream, how, signo;
+    const char *key;
+    uint32_t klen;
+    const uint8_t *data;
+    uint32_t len;
+} kn_boot_msg_t;
+
+knit_status_t kn_boot_msg_decode(const kn_boot_hdr_t *h, const uint8_t *payload, kn_boot_msg_t *m,
+                                 const char **why);
+/* The payload of m (as kn_boot_msg_decode reads it) into out, which has
+ * room for kn_boot_len_max(m->type) bytes; returns its length.  With
+ * kn_boot_hdr_encode(type, length) in front, a message on the wire. */
+uint32_t kn_boot_msg_encode(const kn_boot_msg_t *m, uint8_t *out);
+
+/*
+ * The JOB payload (layout above): decoded without copying.  Checks: a
+ * first rank >= 0, 1..2^20 ranks, at least one argv string, exactly
+ * nenv + 1 + nargs NUL-terminated strings filling the payload, every
+ * environment string of the form NAME=value.  strs points at the first
+ * environment string; the strings follow one another.
+ */
+typedef struct kn_boot_job {
+    uint32_t first, count, nenv, nargs;
+    const char *strs;
+    size_t strs_len;
+} kn_boot_job_t;
+knit_status_t kn_boot_job_decode(const uint8_t *p, uint32_t len, kn_boot_job_t *job, const char **why);
+/* Bytes a JOB payload of these strings takes (cwd: one string). */
+size_t kn_boot_job_size(char *const env[], size_t nenv, const char *cwd, char *const argv[], size_t nargs);
+/* Write it into out (kn_boot_job_size bytes). */
+void kn_boot_job_encode(uint8_t *out, uint32_t first, uint32_t count, char *const env[], size_t nenv,
+                        const char *cwd, char *const argv[], size_t nargs);
+
+/*
+ * The line knitrun writes on a proxy's stdin: "<cookie> <node> <store
+ * addresses>".  line is modified (the cookie is cut out of it); *addrs
+ * points into it.  The cookie must be KN_BOOT_COOKIE_LEN lowercase hex
+ * digits, the node a decimal in 0..INT32_MAX, the addresses non-empty.
+ */
+knit_status_t kn_boot_launch_line_decode(char *line, const char **cookie, int *node, const char **addrs);
+
 /* 1..KN_BOOT_KEY_MAX printable ASCII bytes (0x21..0x7e). */
 int kn_boot_key_valid(const char *key, size_t len);
 /* Exactly KN_BOOT_COOKIE_LEN lowercase hex digits. */

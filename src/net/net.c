@@ -24,7 +24,8 @@
  * sequence number; one that arrives early (a provider without
  * FI_ORDER_SAS, or completions reported out of order) is held in its
  * bounce buffer until the missing ones are delivered.  At most credits+3
- * messages from a peer are in flight, so a window of that size suffices.
+ * messages from a peer are in flight, so a window of that size suffices
+ * (rounded up to a power of two: kn_net_window says why).
  *
  * Bulk.  get = fi_read from the peer's registered buffer (pull), put =
  * fi_write into it (push); local buffers get a descriptor from the
@@ -38,6 +39,7 @@
  * Registration cache: see rcache_*() below and docs/net.md.
  */
 #include "net/net.h"
+#include "net/frame.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -65,21 +67,8 @@
 #include "util/pool.h"
 #include "util/time.h"
 
-#define NET_VERSION 1
-#define NK_PKT 1
-#define NK_CREDIT 2
 #define FI_VER FI_VERSION(1, 9)
 #define PAGE 4096ul
-
-typedef struct net_hdr {
-    uint8_t ver_kind;
-    uint8_t credits;
-    uint16_t seq;
-    uint32_t src;
-} net_hdr_t;
-_Static_assert(sizeof(net_hdr_t) == 8, "net header is 8 bytes");
-
-#define NET_HDRS (sizeof(net_hdr_t) + sizeof(kn_pkt_hdr_t))
 
 enum op_kind { OP_RX = 1, OP_TX, OP_RMA };
 
@@ -648,9 +637,7 @@ static void deliver(net_tl_t *n, net_peer_t *pe, rx_buf_t *b)
     if (kn_unlikely(pe->credits > n->p.credits))
         net_fatal(n, "rank %d: protocol error: rank %d returned more credits than it had (%u > %u)", n->p.rank,
                   src, pe->credits, n->p.credits);
-    if ((h.ver_kind & 0xf) == NK_PKT) {
-        if (kn_unlikely(b->len < NET_HDRS))
-            net_fatal(n, "rank %d: protocol error: %zu-byte packet from rank %d", n->p.rank, b->len, src);
+    if ((h.ver_kind & 0xf) == NK_PKT) { /* at least NET_HDRS long (kn_net_frame_check) */
         kn_pkt_hdr_t ph;
         memcpy(&ph, b->buf + sizeof(h), sizeof(ph));
         n->base.recv_cb(n->base.cb_arg, src, &ph, b->buf + NET_HDRS, b->len - NET_HDRS);
@@ -663,19 +650,16 @@ static void deliver(net_tl_t *n, net_peer_t *pe, rx_buf_t *b)
 
 static void rx_complete(net_tl_t *n, rx_buf_t *b, size_t len)
 {
-    net_hdr_t h;
-    if (kn_unlikely(len < sizeof(h) || len > n->rx_size))
-        net_fatal(n, "rank %d: protocol error: received a %zu-byte message", n->p.rank, len);
-    memcpy(&h, b->buf, sizeof(h));
-    unsigned kind = h.ver_kind & 0xf;
-    if (kn_unlikely(h.ver_kind >> 4 != NET_VERSION || (kind != NK_PKT && kind != NK_CREDIT) ||
-                    h.src >= (uint32_t)n->p.size || !n->peers[h.src].on))
-        net_fatal(n, "rank %d: protocol error: message with version %u, kind %u from rank %u", n->p.rank,
-                  h.ver_kind >> 4, kind, h.src);
+    net_hdr_t h = {0};
+    const char *why = "message from a rank this transport does not reach";
+    if (kn_unlikely(kn_net_frame_check(b->buf, len, n->rx_size, n->p.size, &h, &why) != KNIT_OK ||
+                    !n->peers[h.src].on))
+        net_fatal(n, "rank %d: protocol error: %s (%zu bytes, header %02x %u %u %u)", n->p.rank, why, len,
+                  len >= 1 ? (unsigned)(uint8_t)b->buf[0] : 0, h.credits, h.seq, h.src);
     net_peer_t *pe = &n->peers[h.src];
     pe->heard = 1;
     b->len = len;
-    uint16_t d = (uint16_t)(h.seq - pe->rx_seq);
+    int d = kn_net_seq_ahead(h.seq, pe->rx_seq, n->window);
     if (kn_likely(d == 0)) {
         deliver(n, pe, b);
         while (pe->nheld) {
@@ -688,7 +672,7 @@ static void rx_complete(net_tl_t *n, rx_buf_t *b, size_t len)
         }
         return;
     }
-    if (d >= n->window || pe->held[h.seq % n->window])
+    if (d < 0 || pe->held[h.seq % n->window])
         net_fatal(n, "rank %d: protocol error: message %u from rank %u when %u was expected", n->p.rank,
                   h.seq, h.src, pe->rx_seq);
     b->held = 1;
@@ -1328,7 +1312,7 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
     n->peers = calloc((size_t)p->size, sizeof(*n->peers));
     if (!n->peers)
         goto err;
-    n->window = p->credits + 3;
+    n->window = kn_net_window(p->credits + 3);
     for (int i = 0; i < p->size; i++) {
         if (!p->peers[i] || i == p->rank)
             continue;

@@ -129,50 +129,18 @@ static void on_packet(void *arg, int src, const kn_pkt_hdr_t *hdr, const void *p
 {
     (void)arg;
     kn_wire_t w;
-    if (hdr->type != KN_PKT_OFFLOAD || len < sizeof(w) || src < 0 || src >= kn_dmn.nids) {
-        kn_warn("dropped a malformed packet from daemon %d (type %u, %zu bytes)", src, hdr->type, len);
+    kn_wire_msg_t m;
+    const char *why;
+    if (kn_wire_check(hdr, payload, len, kn_dmn.auth, src, kn_dmn.nids, &w, &why) != KNIT_OK) {
+        kn_warn("dropped a message from daemon %d (type %u, %zu bytes): %s", src, hdr->type, len, why);
         return;
     }
-    memcpy(&w, payload, sizeof(w));
-    const char *p = (const char *)payload + sizeof(w);
-    uint64_t n = len - sizeof(w);
-    if (w.magic != KN_WIRE_MAGIC || w.version != KN_WIRE_VERSION || w.auth != kn_dmn.auth || w.from != src ||
-        w.type == 0 || w.type >= W_MAX || w.total > KN_OFF_MSG_MAX || w.offset > w.total ||
-        n > w.total - w.offset) {
-        kn_warn("dropped a message from daemon %d that is not of this job or malformed (type %u)", src,
-                w.type);
-        return;
-    }
-    reasm_t *r = &kn_dmn.rx[src];
-    if (w.offset == 0 && n == w.total) { /* whole: no copy */
-        if (r->active)
-            kn_warn("daemon %d: message cut short", src);
-        handle_msg(src, &w, p, n);
-        return;
-    }
-    if (w.offset == 0) {
-        free(r->buf);
-        r->buf = malloc(w.total);
-        if (!r->buf) {
-            kn_error("out of memory reassembling a %llu-byte message", (unsigned long long)w.total);
-            r->active = 0;
-            return;
-        }
-        r->w = w;
-        r->got = 0;
-        r->active = 1;
-    } else if (!r->active || w.offset != r->got || w.total != r->w.total || w.type != r->w.type) {
-        kn_warn("daemon %d: fragment out of order (offset %llu), dropped", src, (unsigned long long)w.offset);
-        return;
-    }
-    memcpy(r->buf + r->got, p, n);
-    r->got += n;
-    if (r->got == r->w.total) {
-        r->active = 0;
-        char *buf = r->buf;
-        r->buf = NULL;
-        handle_msg(src, &r->w, buf, r->w.total);
-        free(buf);
+    int whole = kn_wire_reasm_add(&kn_dmn.rx[src], &w, (const char *)payload + sizeof(w), len - sizeof(w), &m, &why);
+    if (why)
+        kn_warn("daemon %d: %s", src, why);
+    if (whole) {
+        handle_msg(src, &m.w, m.data, m.len);
+        free(m.owned);
     }
 }
 
@@ -404,9 +372,11 @@ static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len)
     kn_inst_t *in = kn_d_inst(w->mod);
     char msg[KN_OFF_ERR_MAX];
     int32_t from = src == kn_dmn.g.nnodes ? KNIT_MOD_SWITCH : src;
+    if (!kn_wire_body_ok(w, p, len))
+        goto bad;
     switch (w->type) {
     case W_LOAD: {
-        if (src != 0 || len < KNIT_MOD_NAME_MAX || w->b < 1 || w->b > 3)
+        if (src != 0)
             goto bad;
         char nm[KNIT_MOD_NAME_MAX];
         memcpy(nm, p, sizeof(nm));
@@ -418,12 +388,12 @@ static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len)
         return;
     }
     case W_LOAD_ACK:
-        if (kn_dmn.g.self != 0 || !kn_dmn.L.busy || w->a != kn_dmn.L.seq || w->mod != kn_dmn.L.id || len == 0 || p[len - 1])
+        if (kn_dmn.g.self != 0 || !kn_dmn.L.busy || w->a != kn_dmn.L.seq || w->mod != kn_dmn.L.id)
             goto bad;
         load_ack((int32_t)(uint32_t)w->b, p);
         return;
     case W_LOAD_DONE:
-        if (src != 0 || len == 0 || p[len - 1])
+        if (src != 0)
             goto bad;
         load_done_local(w->a, (int32_t)(uint32_t)w->b, w->mod, p);
         return;
@@ -476,8 +446,6 @@ static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len)
         return;
     }
     case W_FAULT:
-        if (len == 0 || p[len - 1])
-            goto bad;
         if (in)
             kn_d_inst_disable(in, p, 0);
         return;

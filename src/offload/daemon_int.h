@@ -13,26 +13,11 @@
 
 #include "boot/boot.h"
 #include "offload/daemon.h"
+#include "offload/wire.h"
 #include "tl/tl.h"
 #include "util/list.h"
 
-#define KN_WIRE_MAGIC 0x6b6e7764u
-#define KN_WIRE_VERSION 1
-#define KN_PKT_OFFLOAD 0x40
 #define KN_INST_TAB 256
-
-enum { W_LOAD = 1, W_LOAD_ACK, W_LOAD_DONE, W_UNLOAD, W_MSG, W_REQ, W_DONE, W_FAULT, W_UNLOAD_DONE, W_MAX };
-
-typedef struct kn_wire {
-    uint32_t magic;
-    uint16_t version, type;
-    uint64_t auth;
-    uint32_t mod;
-    int32_t from;
-    uint64_t total, offset;
-    uint64_t a, b;
-} kn_wire_t;
-_Static_assert(sizeof(kn_wire_t) == 56, "wire header is 56 bytes");
 
 /* Isolation of module instances (KNIT_MODULE_ISOLATION). */
 enum { KN_ISO_PROCESS = 0, KN_ISO_INPROCESS = 1 };
@@ -84,13 +69,6 @@ typedef struct selfmsg {
     char data[];
 } selfmsg_t;
 
-typedef struct reasm {
-    kn_wire_t w;
-    char *buf;
-    uint64_t got;
-    int active;
-} reasm_t;
-
 typedef struct watch {
     int fd;
     void (*fn)(int fd, uint32_t events, void *arg);
@@ -116,7 +94,7 @@ struct kn_daemon {
     kn_list_t selfq;
     kn_list_t *out;            /* [nids] backlog */
     int backlog;
-    reasm_t *rx;               /* [nids] */
+    kn_wire_reasm_t *rx;       /* [nids] */
     watch_t watches[1024];     /* rank sockets, doorbells, signals, the network, module processes */
     int nwatches;
     /* requests */

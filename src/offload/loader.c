@@ -65,14 +65,52 @@ static const char *machine_name(unsigned m)
     return "unknown machine";
 }
 
-knit_status_t kn_mod_check_file(const void *bytes, size_t len, char *err, size_t errlen)
+/* [off, off + n * size) inside a file of len bytes, without overflow. */
+static int table_in(uint64_t off, uint64_t n, uint64_t size, size_t len)
+{
+    return off <= len && (size == 0 || n <= (len - off) / size);
+}
+
+/* The tables and segments dlopen will read or map lie inside the file:
+ * a truncated or scribbled file is refused here with a reason, instead of
+ * faulting (SIGBUS on a mapping past the end) in the loader. */
+static const char *check_layout(const unsigned char *b, size_t len, const Elf64_Ehdr *eh)
+{
+    if (eh->e_ehsize < sizeof(Elf64_Ehdr))
+        return "bad ELF header size";
+    if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 || eh->e_phnum == PN_XNUM)
+        return "no usable program header table";
+    if (!table_in(eh->e_phoff, eh->e_phnum, sizeof(Elf64_Phdr), len))
+        return "program header table outside the file";
+    if (eh->e_shnum && (eh->e_shentsize != sizeof(Elf64_Shdr) ||
+                        !table_in(eh->e_shoff, eh->e_shnum, sizeof(Elf64_Shdr), len)))
+        return "section header table outside the file";
+    int loads = 0, dynamic = 0;
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, b + eh->e_phoff + (size_t)i * sizeof(ph), sizeof(ph));
+        if (ph.p_type != PT_LOAD && ph.p_type != PT_DYNAMIC)
+            continue;
+        if (!table_in(ph.p_offset, 1, ph.p_filesz, len) || ph.p_filesz > ph.p_memsz)
+            return "segment outside the file";
+        loads += ph.p_type == PT_LOAD;
+        dynamic += ph.p_type == PT_DYNAMIC;
+    }
+    if (!loads || dynamic != 1)
+        return "no loadable segment or no single dynamic section";
+    return NULL;
+}
+
+knit_status_t kn_mod_check_elf(const void *bytes, size_t len, char *err, size_t errlen)
 {
     const unsigned char *b = bytes;
     if (len < SELFMAG || memcmp(b, ELFMAG, SELFMAG)) {
         snprintf(err, errlen, "not an ELF file");
         return KNIT_ERR_INVAL;
     }
-    if (len < sizeof(Elf64_Ehdr) && b[EI_CLASS] == ELFCLASS64) {
+    /* the class byte comes after the magic: a file of the magic alone is
+     * truncated too (fuzz_loader found it read one byte past the file) */
+    if (len <= EI_CLASS || (len < sizeof(Elf64_Ehdr) && b[EI_CLASS] == ELFCLASS64)) {
         snprintf(err, errlen, "truncated ELF header (%zu bytes)", len);
         return KNIT_ERR_INVAL;
     }
@@ -90,6 +128,11 @@ knit_status_t kn_mod_check_file(const void *bytes, size_t len, char *err, size_t
     if (eh.e_type != ET_DYN) {
         snprintf(err, errlen, "not a shared object (ELF type %u): build it with -shared -fPIC",
                  eh.e_type);
+        return KNIT_ERR_INVAL;
+    }
+    const char *bad = check_layout(b, len, &eh);
+    if (bad) {
+        snprintf(err, errlen, "truncated or corrupt ELF file (%zu bytes): %s", len, bad);
         return KNIT_ERR_INVAL;
     }
     return KNIT_OK;
@@ -111,7 +154,7 @@ static knit_status_t finish_open(void *dl, kn_mod_lib_t *out, char *err, size_t 
 knit_status_t kn_mod_open_path(const char *path, const void *bytes, size_t len, kn_mod_lib_t *out, char *err,
                                size_t errlen)
 {
-    knit_status_t st = kn_mod_check_file(bytes, len, err, errlen);
+    knit_status_t st = kn_mod_check_elf(bytes, len, err, errlen);
     if (st != KNIT_OK)
         return st;
     char *real = realpath(path, NULL);
@@ -133,7 +176,7 @@ knit_status_t kn_mod_open_path(const char *path, const void *bytes, size_t len, 
 knit_status_t kn_mod_open(const void *bytes, size_t len, kn_mod_lib_t *out, char *err, size_t errlen)
 {
     const unsigned char *b = bytes;
-    knit_status_t st = kn_mod_check_file(bytes, len, err, errlen);
+    knit_status_t st = kn_mod_check_elf(bytes, len, err, errlen);
     if (st != KNIT_OK)
         return st;
     /* A private file under a name never used before in this process:

@@ -159,11 +159,8 @@ typedef struct kn_mod_lib {
     knit_mod_entry_fn entry;
 } kn_mod_lib_t;
 
-/* The checks made before anything of a module file runs: ELF, this
- * machine's architecture, a shared object.  KNIT_ERR_INVAL with err. */
-knit_status_t kn_mod_check_file(const void *bytes, size_t len, char *err, size_t errlen);
 /*
- * Check bytes as a module file (kn_mod_check_file), write them to a
+ * Check bytes as a module file (kn_mod_check_elf), write them to a
  * private temporary file, dlopen it and unlink it; find KNIT_MOD_SYMBOL.
  * On refusal err says which check failed.  The descriptor itself is
  * checked by kn_mod_check_desc (after calling entry, protected where the
@@ -175,6 +172,10 @@ knit_status_t kn_mod_open(const void *bytes, size_t len, kn_mod_lib_t *out, char
  * placement, so that a debugger finds the file and its symbols. */
 knit_status_t kn_mod_open_path(const char *path, const void *bytes, size_t len, kn_mod_lib_t *out,
                                char *err, size_t errlen);
+/* The checks kn_mod_open makes before the bytes go near dlopen: a 64-bit
+ * little-endian ELF shared object for this machine whose headers and
+ * segments lie inside the file. */
+knit_status_t kn_mod_check_elf(const void *bytes, size_t len, char *err, size_t errlen);
 knit_status_t kn_mod_check_desc(const knit_mod_descriptor_t *d, char *err, size_t errlen);
 void kn_mod_close(kn_mod_lib_t *lib);
 /* Read a whole file (up to KN_OFF_MSG_MAX) into malloc'ed memory. */

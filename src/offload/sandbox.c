@@ -441,7 +441,7 @@ int32_t kn_sbx_start(kn_inst_t *in, const void *bytes, uint64_t len, char *msg, 
 {
     char self[32], err[KN_OFF_ERR_MAX];
     kn_d_self_name(self, sizeof(self));
-    int32_t st = kn_mod_check_file(bytes, len, err, sizeof(err));
+    int32_t st = kn_mod_check_elf(bytes, len, err, sizeof(err));
     if (st != KNIT_OK) {
         snprintf(msg, mlen, "%s refused %s: %.150s", self, in->name, err);
         return st;
@@ -860,7 +860,7 @@ static void on_death(int fd, uint32_t ev, void *arg)
 
 int32_t kn_sbx_probe(const char *name, const void *bytes, uint64_t len, char *msg, size_t mlen)
 {
-    int32_t st = kn_mod_check_file(bytes, len, msg, mlen);
+    int32_t st = kn_mod_check_elf(bytes, len, msg, mlen);
     if (st != KNIT_OK)
         return st;
     kn_sbx_t *s = sbx_new(NULL);

@@ -760,44 +760,53 @@ static int nak_valid(const void *payload)
     return (nak.status == KNIT_ERR_FAULT || nak.status == KNIT_ERR_PEER_FAULT) && nak.reserved == 0;
 }
 
+int kn_p2p_pkt_ok(const kn_pkt_hdr_t *h, const void *payload, size_t len, size_t eager_max)
+{
+    switch (h->type) {
+    case KN_PKT_INLINE:
+        return len == h->len;
+    case KN_PKT_EAGER:
+        /* shorter: the first packet of a multi-packet one */
+        return len == h->len || (len < h->len && len && h->len <= eager_max);
+    case KN_PKT_MORE:
+    case KN_PKT_DATA:
+        return 1; /* checked against the message they continue */
+    case KN_PKT_RTS:
+        return len == sizeof(kn_pkt_rts_t);
+    case KN_PKT_RTR:
+        return len == sizeof(kn_pkt_rtr_t) || len == offsetof(kn_pkt_rtr_t, rkey);
+    case KN_PKT_PUSHED:
+    case KN_PKT_FIN:
+    case KN_PKT_CTS:
+    case KN_PKT_REVOKE:
+    case KN_PKT_REVOKE_ACK:
+        return len == sizeof(kn_pkt_ids_t);
+    case KN_PKT_PUSH_FAILED:
+    case KN_PKT_NAK:
+        return len == sizeof(kn_pkt_nak_t) && nak_valid(payload);
+    }
+    return 0;
+}
+
 static void recv_cb(void *arg, int src, const kn_pkt_hdr_t *h, const void *payload, size_t len)
 {
     struct kn_p2p *p2p = arg;
     if (kn_unlikely(src < 0 || src >= p2p->p.size))
         fatal(p2p, "protocol error: packet from unknown rank %d", src);
+    if (kn_unlikely(!kn_p2p_pkt_ok(h, payload, len, p2p->peers[src].eager_max)))
+        fatal(p2p, "protocol error: malformed packet (type %u, %zu bytes) from rank %d", h->type, len, src);
     switch (h->type) {
     case KN_PKT_INLINE:
-        if (len != h->len)
-            break;
-        handle_message(p2p, src, h, payload, len);
-        return;
     case KN_PKT_EAGER:
-        /* shorter: the first packet of a multi-packet one */
-        if (len != h->len && (len > h->len || !len || h->len > p2p->peers[src].eager_max))
-            break;
+    case KN_PKT_RTS:
+    case KN_PKT_PUSHED:
+    case KN_PKT_PUSH_FAILED:
         handle_message(p2p, src, h, payload, len);
         return;
     case KN_PKT_MORE:
         handle_more(p2p, src, h, payload, len);
         return;
-    case KN_PKT_RTS:
-        if (len != sizeof(kn_pkt_rts_t))
-            break;
-        handle_message(p2p, src, h, payload, len);
-        return;
-    case KN_PKT_PUSHED:
-        if (len != sizeof(kn_pkt_ids_t))
-            break;
-        handle_message(p2p, src, h, payload, len);
-        return;
-    case KN_PKT_PUSH_FAILED:
-        if (len != sizeof(kn_pkt_nak_t) || !nak_valid(payload))
-            break;
-        handle_message(p2p, src, h, payload, len);
-        return;
     case KN_PKT_NAK: {
-        if (len != sizeof(kn_pkt_nak_t) || !nak_valid(payload))
-            break;
         kn_pkt_nak_t nak;
         memcpy(&nak, payload, sizeof(nak));
         knit_request_t *r = req_lookup(p2p, nak.sreq, REQ_SEND);
@@ -808,8 +817,6 @@ static void recv_cb(void *arg, int src, const kn_pkt_hdr_t *h, const void *paylo
         return;
     }
     case KN_PKT_RTR: {
-        if (len != sizeof(kn_pkt_rtr_t) && len != offsetof(kn_pkt_rtr_t, rkey))
-            break;
         kn_pkt_rtr_t rtr = {0};
         memcpy(&rtr, payload, len);
         handle_rtr(p2p, src, h, &rtr);
@@ -818,21 +825,13 @@ static void recv_cb(void *arg, int src, const kn_pkt_hdr_t *h, const void *paylo
     case KN_PKT_DATA:
         handle_data(p2p, src, h, payload, len);
         return;
-    case KN_PKT_FIN:
-    case KN_PKT_CTS:
-    case KN_PKT_REVOKE:
-    case KN_PKT_REVOKE_ACK: {
-        if (len != sizeof(kn_pkt_ids_t))
-            break;
+    default: { /* FIN, CTS, REVOKE, REVOKE_ACK */
         kn_pkt_ids_t ids;
         memcpy(&ids, payload, sizeof(ids));
         handle_ids(p2p, src, h, &ids);
         return;
     }
-    default:
-        break;
     }
-    fatal(p2p, "protocol error: malformed packet (type %u, %zu bytes) from rank %d", h->type, len, src);
 }
 
 kn_tl_recv_cb_t kn_p2p_recv_cb(void)

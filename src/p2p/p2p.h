@@ -24,6 +24,11 @@ typedef struct kn_p2p_params {
 knit_status_t kn_p2p_create(const kn_p2p_params_t *p, kn_p2p_t **out);
 /* Give the engine a transport for a set of peers (ranks first..first+n-1). */
 void kn_p2p_set_tl(kn_p2p_t *p2p, kn_tl_t *tl, int first, int n);
+/* Whether a packet's length (and a NAK's body) fits its type (the first
+ * check of every packet received; the fuzz target tests/fuzz/fuzz_pkt.c
+ * drives the whole receive path).  eager_max: the sender's transport's
+ * eager limit. */
+int kn_p2p_pkt_ok(const kn_pkt_hdr_t *h, const void *payload, size_t len, size_t eager_max);
 /* Called as each transport is created: the callback it must deliver to. */
 kn_tl_recv_cb_t kn_p2p_recv_cb(void);
 void kn_p2p_destroy(kn_p2p_t *p2p);

@@ -438,27 +438,18 @@ int job_send_job(kconn_t *c)
     int rc = -1;
     if (node_env(c->id, &env) < 0)
         goto out;
-    size_t nargs = 0, len = 16 + strlen(J.cwd) + 1;
-    for (size_t i = 0; i < env.n; i++)
-        len += strlen(env.v[i]) + 1;
-    for (; J.o->argv[nargs]; nargs++)
-        len += strlen(J.o->argv[nargs]) + 1;
+    size_t nargs = 0;
+    while (J.o->argv[nargs])
+        nargs++;
+    size_t len = kn_boot_job_size(env.v, env.n, J.cwd, J.o->argv, nargs);
     if (len > KN_BOOT_JOB_MAX) {
         kn_error("job description for node %d too long (%zu bytes)", c->id, len);
         goto out;
     }
-    uint8_t *p = malloc(len), *q = p + 16;
+    uint8_t *p = malloc(len);
     if (!p)
         goto out;
-    kn_boot_put32(p, (uint32_t)nd->first);
-    kn_boot_put32(p + 4, (uint32_t)nd->count);
-    kn_boot_put32(p + 8, (uint32_t)env.n);
-    kn_boot_put32(p + 12, (uint32_t)nargs);
-    for (size_t i = 0; i < env.n; i++)
-        q = (uint8_t *)stpcpy((char *)q, env.v[i]) + 1;
-    q = (uint8_t *)stpcpy((char *)q, J.cwd) + 1;
-    for (size_t i = 0; i < nargs; i++)
-        q = (uint8_t *)stpcpy((char *)q, J.o->argv[i]) + 1;
+    kn_boot_job_encode(p, (uint32_t)nd->first, (uint32_t)nd->count, env.v, env.n, J.cwd, J.o->argv, nargs);
     rc = kc_send(c, KN_BOOT_JOB, p, len, NULL, 0);
     free(p);
 out:

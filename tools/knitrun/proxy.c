@@ -109,14 +109,15 @@ static void on_close(kconn_t *c, const char *why)
 static int on_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
 {
     (void)c;
-    uint32_t sig = h->type == KN_BOOT_SIGNAL ? kn_boot_get32(p) : 0;
-    if (sig == 0 || sig >= (uint32_t)NSIG) {
+    kn_boot_msg_t m;
+    if (h->type != KN_BOOT_SIGNAL || kn_boot_msg_decode(h, p, &m, NULL) != KNIT_OK ||
+        m.signo >= (uint32_t)NSIG) {
         kn_error("unexpected '%s' message from knitrun", kn_boot_type_name(h->type));
         P.conn = NULL;
         end_job("protocol error");
         return -1;
     }
-    kill_all((int)sig);
+    kill_all((int)m.signo);
     return 0;
 }
 
@@ -210,45 +211,44 @@ static void start_daemons(int node, const strv_t *env)
 /* Split the JOB payload into env, cwd and argv (pointers into p). */
 static int parse_job(uint8_t *p, uint32_t len, strv_t *env, char **cwd, strv_t *argv)
 {
-    P.first = (int)kn_boot_get32(p);
-    P.count = (int)kn_boot_get32(p + 4);
-    uint32_t nenv = kn_boot_get32(p + 8), nargs = kn_boot_get32(p + 12);
-    if (P.first < 0 || P.count <= 0 || P.count > 1 << 20 || nargs == 0)
+    kn_boot_job_t j;
+    const char *why;
+    if (kn_boot_job_decode(p, len, &j, &why) != KNIT_OK) {
+        kn_error("job description: %s", why);
         return -1;
-    char *s = (char *)p + 16, *end = (char *)p + len;
-    for (uint64_t i = 0; i < (uint64_t)nenv + 1 + nargs; i++) {
-        char *z = memchr(s, '\0', (size_t)(end - s));
-        if (!z)
-            return -1;
-        if (i < nenv) {
-            if (!strchr(s, '=') || strv_add(env, s) < 0)
+    }
+    P.first = (int)j.first;
+    P.count = (int)j.count;
+    const char *s = j.strs;
+    for (uint64_t i = 0; i < (uint64_t)j.nenv + 1 + j.nargs; s += strlen(s) + 1, i++) {
+        if (i < j.nenv) {
+            if (strv_add(env, s) < 0)
                 return -1;
             if (!strncmp(s, KN_ENV_JOBID, strlen(KN_ENV_JOBID)) && s[strlen(KN_ENV_JOBID)] == '=')
                 P.jobid = s + strlen(KN_ENV_JOBID) + 1;
             if (!strncmp(s, KN_ENV_HOSTNAME, strlen(KN_ENV_HOSTNAME)) &&
                 s[strlen(KN_ENV_HOSTNAME)] == '=')
                 kn_log_set_prefix("proxy %s", s + strlen(KN_ENV_HOSTNAME) + 1);
-        } else if (i == nenv) {
-            *cwd = s;
+        } else if (i == j.nenv) {
+            *cwd = (char *)s;
         } else if (strv_add(argv, s) < 0) {
             return -1;
         }
-        s = z + 1;
     }
-    return s == end && P.jobid ? 0 : -1;
+    return P.jobid ? 0 : -1;
 }
 
 int proxy_main(void)
 {
     kn_log_set_prefix("proxy");
-    char line[8192], cookie[KN_BOOT_COOKIE_LEN + 1];
-    int node, off = 0;
+    char line[8192];
+    const char *cookie, *addrs;
+    int node;
     if (read_line(line, sizeof(line)) < 0 ||
-        sscanf(line, "%32s %d %n", cookie, &node, &off) != 2 || off == 0 || node < 0) {
+        kn_boot_launch_line_decode(line, &cookie, &node, &addrs) != KNIT_OK) {
         kn_error("no valid job line on stdin (this mode is started by knitrun only)");
         return 1;
     }
-    const char *addrs = line + off;
     kn_boot_t *b;
     if (kn_boot_connect(addrs, cookie, KN_BOOT_ROLE_PROXY, node, &b) != KNIT_OK)
         return 1;

@@ -64,13 +64,12 @@ static int protocol_error(kconn_t *c, const char *why)
     return -1;
 }
 
-static int on_hello(kconn_t *c, const uint8_t *p)
+static int on_hello(kconn_t *c, const kn_boot_msg_t *m)
 {
-    if (!kn_boot_cookie_valid((const char *)p, KN_BOOT_COOKIE_LEN) ||
-        !job_check_cookie((const char *)p))
+    if (!job_check_cookie(m->cookie))
         return refuse(c, "bad cookie", KNIT_ERR_AUTH);
-    int role = (int)kn_boot_get32(p + KN_BOOT_COOKIE_LEN);
-    int64_t id = (int32_t)kn_boot_get32(p + KN_BOOT_COOKIE_LEN + 4);
+    int role = (int)m->role;
+    int64_t id = m->id;
     int ok;
     switch (role) {
     case KN_BOOT_ROLE_RANK:
@@ -105,15 +104,11 @@ static int send_value(kconn_t *c, const void *v, size_t len)
     return kc_send(c, KN_BOOT_VALUE, v, len, NULL, 0);
 }
 
-static int on_put(kconn_t *c, const uint8_t *p, uint32_t len)
+static int on_put(kconn_t *c, const kn_boot_msg_t *m)
 {
-    uint32_t klen = kn_boot_get32(p);
-    if (klen > len - 4 || !kn_boot_key_valid((const char *)p + 4, klen) ||
-        len - 4 - klen > KN_BOOT_VAL_MAX)
-        return protocol_error(c, "malformed put");
-    const char *key = (const char *)p + 4;
-    const uint8_t *val = p + 4 + klen;
-    size_t vlen = len - 4 - klen;
+    const char *key = m->key;
+    const uint8_t *val = m->data;
+    size_t klen = m->klen, vlen = m->len;
     if (kn_kv_put(kv, key, klen, val, vlen) != KNIT_OK) {
         kn_error("out of memory for bootstrap key");
         return -1;
@@ -134,10 +129,10 @@ static int on_put(kconn_t *c, const uint8_t *p, uint32_t len)
     return 0;
 }
 
-static int on_get(kconn_t *c, const uint8_t *p, uint32_t len)
+static int on_get(kconn_t *c, const kn_boot_msg_t *m)
 {
-    if (!kn_boot_key_valid((const char *)p, len))
-        return protocol_error(c, "malformed key in get");
+    const uint8_t *p = (const uint8_t *)m->key;
+    uint32_t len = m->klen;
     if (c->pending_key)
         return protocol_error(c, "get while a get is pending");
     size_t vlen;
@@ -165,62 +160,60 @@ void store_fence_done(kconn_t *c)
     kc_send(c, KN_BOOT_FENCE_DONE, NULL, 0, NULL, 0);
 }
 
-static int on_abort(kconn_t *c, const uint8_t *p, uint32_t len)
+static int on_abort(kconn_t *c, const kn_boot_msg_t *m)
 {
     char msg[KN_BOOT_MSG_MAX + 1];
-    uint32_t mlen = len - 4;
     /* keep the message on one printable line */
-    for (uint32_t i = 0; i < mlen; i++)
-        msg[i] = p[4 + i] < 0x20 || p[4 + i] == 0x7f ? ' ' : (char)p[4 + i];
-    msg[mlen] = '\0';
+    for (uint32_t i = 0; i < m->len; i++)
+        msg[i] = m->data[i] < 0x20 || m->data[i] == 0x7f ? ' ' : (char)m->data[i];
+    msg[m->len] = '\0';
     /* the answer first: stopping the job sends SIGTERM to this rank too */
     int rc = ack(c, KNIT_OK);
-    job_abort(c, (int)(int32_t)kn_boot_get32(p), msg);
+    job_abort(c, m->code, msg);
     return rc;
 }
 
-static int on_proxy_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
+static int on_proxy_msg(kconn_t *c, const kn_boot_msg_t *m)
 {
-    int rank = (int)kn_boot_get32(p);
-    if (!job_proxy_owns(c->id, rank))
+    int rank = (int)m->rank;
+    if (m->rank > INT32_MAX || !job_proxy_owns(c->id, rank))
         return protocol_error(c, "rank not on this proxy's node");
-    if (h->type == KN_BOOT_OUTPUT) {
-        uint32_t stream = kn_boot_get32(p + 4);
-        if (stream != 1 && stream != 2)
-            return protocol_error(c, "bad output stream");
-        job_rank_output(rank, (int)stream, (const char *)p + 8, h->len - 8);
-        return 0;
-    }
-    uint32_t how = kn_boot_get32(p + 4);
-    int value = (int)(int32_t)kn_boot_get32(p + 8);
-    if ((how != KN_BOOT_EXITED && how != KN_BOOT_SIGNALED) || value < 0 || value > 255)
-        return protocol_error(c, "malformed exit report");
-    job_rank_exit(rank, (int)how, value);
+    if (m->type == KN_BOOT_OUTPUT)
+        job_rank_output(rank, (int)m->stream, (const char *)m->data, m->len);
+    else
+        job_rank_exit(rank, (int)m->how, m->value);
     return 0;
 }
 
 static int on_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
 {
+    kn_boot_msg_t m;
+    const char *bad;
+    knit_status_t st = kn_boot_msg_decode(h, p, &m, &bad);
     if (!c->role) {
         if (h->type != KN_BOOT_HELLO)
             return refuse(c, "first message is not hello", KNIT_ERR_PROTO);
-        return on_hello(c, p);
+        if (st != KNIT_OK)
+            return refuse(c, "bad cookie", KNIT_ERR_AUTH);
+        return on_hello(c, &m);
     }
+    if (st != KNIT_OK)
+        return protocol_error(c, bad);
     int rank_like = c->role == KN_BOOT_ROLE_RANK || c->role == KN_BOOT_ROLE_DAEMON;
     switch (h->type) {
     case KN_BOOT_PUT:
         if (rank_like)
-            return on_put(c, p, h->len);
+            return on_put(c, &m);
         break;
     case KN_BOOT_GET:
         if (rank_like)
-            return on_get(c, p, h->len);
+            return on_get(c, &m);
         break;
     case KN_BOOT_FENCE:
         return on_fence(c);
     case KN_BOOT_ABORT:
         if (rank_like)
-            return on_abort(c, p, h->len);
+            return on_abort(c, &m);
         break;
     case KN_BOOT_FINALIZE:
         if (!rank_like)
@@ -231,7 +224,7 @@ static int on_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
     case KN_BOOT_OUTPUT:
     case KN_BOOT_EXIT:
         if (c->role == KN_BOOT_ROLE_PROXY)
-            return on_proxy_msg(c, h, p);
+            return on_proxy_msg(c, &m);
         break;
     }
     char why[64];

@@ -1,0 +1,413 @@
+/*
+ * Writes the seed corpus of the fuzz targets (make fuzz-seeds): real,
+ * valid messages of every kind, made by the encoders the real code uses,
+ * and for the script-driven targets (pkt, wire, net) short scripts that
+ * walk the protocols' main paths.
+ *   seeds CORPUS_DIR MODULE.so
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "boot/proto.h"
+#include "net/frame.h"
+#include "offload/wire.h"
+#include "util/config.h"
+
+static const char *top;
+
+/* A growing byte string. */
+typedef struct {
+    uint8_t b[1 << 16];
+    size_t n;
+} buf_t;
+
+static void put(buf_t *b, const void *p, size_t n)
+{
+    if (b->n + n > sizeof(b->b)) {
+        fprintf(stderr, "seeds: buffer full\n");
+        exit(1);
+    }
+    memcpy(b->b + b->n, p, n);
+    b->n += n;
+}
+static void u8(buf_t *b, uint8_t v) { put(b, &v, 1); }
+static void u16(buf_t *b, uint16_t v) { put(b, &v, 2); }
+static void u64(buf_t *b, uint64_t v) { put(b, &v, 8); }
+
+static void emit(const char *target, const char *name, const void *p, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", top, target);
+    mkdir(top, 0755);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+        perror(path);
+        exit(1);
+    }
+    snprintf(path, sizeof(path), "%s/%s/%s", top, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f)) {
+        perror(path);
+        exit(1);
+    }
+}
+
+/* ------------------------------------------------------------ boot */
+
+static const char cookie[] = "0123456789abcdef0123456789abcdef";
+
+static void msg(buf_t *b, const kn_boot_msg_t *m)
+{
+    static uint8_t p[KN_BOOT_JOB_MAX + 16];
+    uint32_t n = kn_boot_msg_encode(m, p);
+    uint8_t h[KN_BOOT_HDR_SIZE];
+    kn_boot_hdr_encode(h, m->type, n);
+    put(b, h, sizeof(h));
+    put(b, p, n);
+}
+
+static void boot(void)
+{
+    static buf_t b;
+    struct {
+        const char *name;
+        kn_boot_msg_t m;
+    } one[] = {
+        {"hello_rank", {.type = KN_BOOT_HELLO, .cookie = cookie, .role = 1, .id = 3}},
+        {"hello_proxy", {.type = KN_BOOT_HELLO, .cookie = cookie, .role = 2, .id = 0}},
+        {"ack_ok", {.type = KN_BOOT_ACK, .status = 0}},
+        {"ack_auth", {.type = KN_BOOT_ACK, .status = KNIT_ERR_AUTH}},
+        {"put", {.type = KN_BOOT_PUT, .key = "net.addr.0", .klen = 10, .data = (const uint8_t *)"\x01\x02\x03", .len = 3}},
+        {"get", {.type = KN_BOOT_GET, .key = "net.addr.0", .klen = 10}},
+        {"value", {.type = KN_BOOT_VALUE, .data = (const uint8_t *)"\x01\x02\x03", .len = 3}},
+        {"fence", {.type = KN_BOOT_FENCE}},
+        {"fence_done", {.type = KN_BOOT_FENCE_DONE}},
+        {"abort", {.type = KN_BOOT_ABORT, .code = 3, .data = (const uint8_t *)"bad input", .len = 9}},
+        {"finalize", {.type = KN_BOOT_FINALIZE}},
+        {"output", {.type = KN_BOOT_OUTPUT, .rank = 2, .stream = 1, .data = (const uint8_t *)"hello\n", .len = 6}},
+        {"exit", {.type = KN_BOOT_EXIT, .rank = 2, .how = KN_BOOT_SIGNALED, .value = 9}},
+        {"signal", {.type = KN_BOOT_SIGNAL, .signo = 15}},
+    };
+    for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++) {
+        b.n = 0;
+        msg(&b, &one[i].m);
+        emit("boot", one[i].name, b.b, b.n);
+    }
+    /* a rank's whole conversation, and the store's replies */
+    b.n = 0;
+    int conv[] = {0, 4, 5, 7, 10};
+    for (size_t i = 0; i < sizeof(conv) / sizeof(conv[0]); i++)
+        msg(&b, &one[conv[i]].m);
+    emit("boot", "rank_conversation", b.b, b.n);
+    b.n = 0;
+    int replies[] = {2, 6, 8, 2};
+    for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++)
+        msg(&b, &one[replies[i]].m);
+    emit("boot", "store_replies", b.b, b.n);
+}
+
+/* ------------------------------------------------------------ proxy */
+
+static void proxy(void)
+{
+    static buf_t b;
+    char *env[] = {"KNIT_SIZE=4", "KNIT_NODE=1", "KNIT_JOBID=host.123.abcd", "KNIT_HOSTNAME=beta",
+                   "KNIT_OFFLOAD=1"};
+    char *argv[] = {"./app", "-n", "10"};
+    size_t len = kn_boot_job_size(env, 5, "/home/user", argv, 3);
+    uint8_t *p = malloc(len);
+    kn_boot_job_encode(p, 2, 2, env, 5, "/home/user", argv, 3);
+    b.n = 0;
+    u8(&b, 0);
+    put(&b, p, len);
+    emit("proxy", "job", b.b, b.n);
+    free(p);
+    char *argv1[] = {"x"};
+    len = kn_boot_job_size(NULL, 0, "/", argv1, 1);
+    p = malloc(len);
+    kn_boot_job_encode(p, 0, 1, NULL, 0, "/", argv1, 1);
+    b.n = 0;
+    u8(&b, 0);
+    put(&b, p, len);
+    emit("proxy", "job_small", b.b, b.n);
+    free(p);
+    const char *lines[] = {"0123456789abcdef0123456789abcdef 1 10.0.0.1:4242,unix:/tmp/knit.sock",
+                           "0123456789abcdef0123456789abcdef 0 [::1]:9"};
+    for (int i = 0; i < 2; i++) {
+        b.n = 0;
+        u8(&b, 1);
+        put(&b, lines[i], strlen(lines[i]));
+        emit("proxy", i ? "line_v6" : "line", b.b, b.n);
+    }
+}
+
+/* ------------------------------------------------------------ pkt */
+
+/* The script of fuzz_pkt.c. */
+static void recv_(buf_t *b, int peer, int tag, int comm, uint16_t len)
+{
+    u8(b, 0), u8(b, (uint8_t)(peer + 1)), u8(b, (uint8_t)(tag + 1)), u8(b, (uint8_t)comm), u16(b, len), u8(b, 0);
+}
+static void send_(buf_t *b, int peer, int tag, int comm, uint16_t len, int sync)
+{
+    u8(b, 1), u8(b, (uint8_t)peer), u8(b, (uint8_t)tag), u8(b, (uint8_t)comm), u16(b, len), u8(b, (uint8_t)sync);
+}
+static void pkt(buf_t *b, int src, int type, int comm, int tag, uint16_t seq, uint64_t len, const void *p,
+                uint16_t plen)
+{
+    u8(b, 2), u8(b, (uint8_t)src), u8(b, (uint8_t)type), u8(b, 0), u8(b, 0), u8(b, (uint8_t)comm);
+    u8(b, (uint8_t)tag), u16(b, seq), u8(b, 0x80), u64(b, len), u16(b, plen);
+    put(b, p, plen);
+}
+static void op(buf_t *b, int o) { u8(b, (uint8_t)o); }
+
+static void pkts(void)
+{
+    static buf_t b;
+    static uint8_t data[4096];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)i;
+    uint64_t id0 = 1ull << 32; /* the first request: index 0, generation 1 */
+    /* an inline message into a posted receive */
+    b.n = 0, u8(&b, 4);
+    recv_(&b, 1, 0, 0, 100);
+    pkt(&b, 1, KN_PKT_INLINE, 0, 0, 0, 20, data, 20);
+    op(&b, 5);
+    emit("pkt", "inline_posted", b.b, b.n);
+    /* eager, unexpected, then received */
+    b.n = 0, u8(&b, 4);
+    pkt(&b, 2, KN_PKT_EAGER, 1, 3, 0, 1000, data, 1000);
+    recv_(&b, -1, -1, 1, 2000);
+    op(&b, 5);
+    emit("pkt", "eager_unexpected", b.b, b.n);
+    /* a multi-packet eager message (transport eager limit 64k) */
+    b.n = 0, u8(&b, 5);
+    recv_(&b, 3, 2, 0, 10000);
+    pkt(&b, 3, KN_PKT_EAGER, 0, 2, 0, 6000, data, 4096);
+    pkt(&b, 3, KN_PKT_MORE, 0, 2, 0, 4096, data, 6000 - 4096);
+    op(&b, 5);
+    emit("pkt", "eager_more", b.b, b.n);
+    /* rendezvous: RTS matched by a posted receive, pulled, FIN sent */
+    kn_pkt_rts_t rts = {.sreq = 77, .addr = 0x10000, .rkey = 0};
+    b.n = 0, u8(&b, 4);
+    recv_(&b, 1, 0, 0, 60000);
+    pkt(&b, 1, KN_PKT_RTS, 0, 0, 0, 50000, &rts, sizeof(rts));
+    op(&b, 4), op(&b, 4), op(&b, 5);
+    emit("pkt", "rts_pull", b.b, b.n);
+    /* rendezvous without RMA: CTS and DATA packets */
+    b.n = 0, u8(&b, 0);
+    recv_(&b, 1, 0, 0, 8000);
+    pkt(&b, 1, KN_PKT_RTS, 0, 0, 0, 8000, &rts, sizeof(rts));
+    op(&b, 4);
+    pkt(&b, 1, KN_PKT_DATA, 0, 0, 1, 0, data, 4096);
+    pkt(&b, 1, KN_PKT_DATA, 0, 0, 1, 4096, data, 8000 - 4096);
+    op(&b, 5);
+    emit("pkt", "cts_data", b.b, b.n);
+    /* our send: RTS out, the receiver's CTS, DATA streamed; or its FIN */
+    kn_pkt_ids_t ids = {.sreq = id0, .rreq = 5};
+    b.n = 0, u8(&b, 0);
+    send_(&b, 2, 1, 0, 30000, 0);
+    op(&b, 4);
+    pkt(&b, 2, KN_PKT_CTS, 0, 0, 0, 30000, &ids, sizeof(ids));
+    for (int i = 0; i < 12; i++)
+        op(&b, 4);
+    op(&b, 5);
+    emit("pkt", "send_cts", b.b, b.n);
+    b.n = 0, u8(&b, 4);
+    send_(&b, 2, 1, 0, 30000, 1);
+    op(&b, 4);
+    pkt(&b, 2, KN_PKT_FIN, 0, 0, 0, 0, &ids, sizeof(ids));
+    op(&b, 5);
+    emit("pkt", "send_fin", b.b, b.n);
+    /* announced receive: RTR from the receiver, we push, PUSHED */
+    kn_pkt_rtr_t rtr = {.rreq = 9, .addr = 0x20000, .cap = 40000, .rkey = 0};
+    b.n = 0, u8(&b, 4);
+    pkt(&b, 3, KN_PKT_RTR, 0, 0, 0, 0, &rtr, offsetof(kn_pkt_rtr_t, rkey));
+    send_(&b, 3, 0, 0, 30000, 0);
+    for (int i = 0; i < 4; i++)
+        op(&b, 4);
+    op(&b, 5);
+    emit("pkt", "rtr_push", b.b, b.n);
+    /* we announce (posted first, RMA, push preferred), the sender pushes */
+    kn_pkt_ids_t pushed = {.sreq = 3, .rreq = id0};
+    b.n = 0, u8(&b, 6);
+    recv_(&b, 1, 4, 0, 40000);
+    op(&b, 4);
+    pkt(&b, 1, KN_PKT_PUSHED, 0, 4, 0, 30000, &pushed, sizeof(pushed));
+    op(&b, 5);
+    emit("pkt", "pushed", b.b, b.n);
+    /* cancel an announced receive: REVOKE out, REVOKE_ACK in */
+    b.n = 0, u8(&b, 6);
+    recv_(&b, 1, 0, 0, 40000);
+    op(&b, 4), op(&b, 6), u8(&b, 0);
+    pkt(&b, 1, KN_PKT_REVOKE_ACK, 0, 0, 0, 0, &pushed, sizeof(pushed));
+    op(&b, 5);
+    emit("pkt", "revoke", b.b, b.n);
+    /* probe and matched receive of an unexpected message; no credit */
+    b.n = 0, u8(&b, 4);
+    pkt(&b, 2, KN_PKT_INLINE, 0, 1, 0, 8, data, 8);
+    op(&b, 7), u8(&b, 1), u8(&b, 3), u8(&b, 2), u8(&b, 0), u16(&b, 8);
+    op(&b, 7), u8(&b, 0), u8(&b, 2), u8(&b, 1);
+    send_(&b, 1, 0, 0, 10, 0);
+    op(&b, 4), op(&b, 4), op(&b, 4), op(&b, 5);
+    emit("pkt", "probe_again", b.b, b.n);
+}
+
+/* ------------------------------------------------------------ net */
+
+static void frame(buf_t *b, int kind, int credits, uint16_t seq, uint32_t src, uint16_t plen)
+{
+    net_hdr_t h = {.ver_kind = NET_VERSION << 4 | kind, .credits = (uint8_t)credits, .seq = seq, .src = src};
+    uint16_t len = (uint16_t)(sizeof(h) + (kind == NK_PKT ? sizeof(kn_pkt_hdr_t) + plen : 0));
+    u16(b, len);
+    put(b, &h, sizeof(h));
+    if (kind == NK_PKT) {
+        kn_pkt_hdr_t ph = {.type = KN_PKT_INLINE, .len = plen};
+        put(b, &ph, sizeof(ph));
+        for (uint16_t i = 0; i < plen; i++)
+            u8(b, (uint8_t)i);
+    }
+}
+
+static void net(void)
+{
+    static buf_t b;
+    b.n = 0;
+    u8(&b, 3), u8(&b, 18), u16(&b, 8256), u16(&b, 0);
+    frame(&b, NK_PKT, 0, 0, 1, 16);
+    frame(&b, NK_PKT, 1, 1, 1, 0);
+    frame(&b, NK_CREDIT, 8, 0, 2, 0);
+    frame(&b, NK_PKT, 0, 2, 1, 100);
+    emit("net", "in_order", b.b, b.n);
+    b.n = 0;
+    u8(&b, 1), u8(&b, 18), u16(&b, 8256), u16(&b, 65534);
+    frame(&b, NK_PKT, 0, 65535, 1, 8);
+    frame(&b, NK_PKT, 0, 0, 1, 8);
+    frame(&b, NK_PKT, 0, 65534, 1, 8);
+    frame(&b, NK_CREDIT, 4, 1, 1, 0);
+    emit("net", "reordered_wrap", b.b, b.n);
+}
+
+/* ------------------------------------------------------------ wire */
+
+static void frag(buf_t *b, int src, int type, int mod, uint16_t total, uint16_t offset, uint8_t bsel, const void *p,
+                 uint16_t n)
+{
+    u8(b, 0), u8(b, (uint8_t)src), u8(b, (uint8_t)type), u8(b, (uint8_t)mod), u16(b, total), u16(b, offset);
+    u8(b, 7), u8(b, bsel), u16(b, n);
+    put(b, p, n);
+}
+
+static void wire(void)
+{
+    static buf_t b;
+    static char text[600];
+    memset(text, 'x', sizeof(text));
+    memcpy(text, "echo", 5);
+    b.n = 0, u8(&b, 1);
+    frag(&b, 0, W_LOAD, 1, 100, 0, 1, text, 100);
+    emit("wire", "load", b.b, b.n);
+    b.n = 0, u8(&b, 2);
+    frag(&b, 1, W_MSG, 2, 500, 0, 0, text, 200);
+    frag(&b, 1, W_MSG, 2, 500, 200, 0, text + 200, 200);
+    frag(&b, 2, W_REQ, 1, 10, 0, 0, text, 10);
+    frag(&b, 1, W_MSG, 2, 500, 400, 0, text + 400, 100);
+    emit("wire", "fragments", b.b, b.n);
+    b.n = 0, u8(&b, 1);
+    frag(&b, 1, W_LOAD_ACK, 1, 3, 0, 0, "ok", 3);
+    frag(&b, 0, W_LOAD_DONE, 1, 3, 0, 0, "ok", 3);
+    frag(&b, 2, W_FAULT, 1, 7, 0, 0, "SIGSEGV", 7);
+    frag(&b, 2, W_FAULT, 1, 8, 0, 0, "SIGSEGV", 8);
+    frag(&b, 1, W_UNLOAD, 1, 0, 0, 0, "", 0);
+    frag(&b, 2, W_DONE, 1, 4, 0, 0, "abcd", 4);
+    emit("wire", "texts", b.b, b.n);
+    b.n = 0, u8(&b, 1);
+    frag(&b, 1, W_MSG, 2, 300, 100, 0, text, 100);
+    frag(&b, 1, W_MSG, 2, 300, 0, 0, text, 100);
+    frag(&b, 1, W_MSG, 2, 300, 200, 0, text, 100);
+    frag(&b, 1, W_MSG, 2, 300, 0, 0, text, 300);
+    emit("wire", "out_of_order", b.b, b.n);
+}
+
+/* ------------------------------------------------------------ sqe */
+
+static void sqe(void)
+{
+    kn_off_sqe_t q[] = {
+        {.op = KN_SQ_REQUEST, .version = KN_OFF_VERSION, .mod = 0x101, .id = 1, .len = 4, .inl = 4,
+         .data = {1, 2, 3, 4}},
+        {.op = KN_SQ_REQUEST, .version = KN_OFF_VERSION, .mod = 0x101, .id = 2, .addr = 0x7f0000001000,
+         .len = 1 << 20},
+        {.op = KN_SQ_POST_RECV, .version = KN_OFF_VERSION, .mod = 0x101, .id = 3, .addr = 0x7f0000002000, .len = 4096},
+        {.op = KN_SQ_LOAD, .version = KN_OFF_VERSION, .flags = KNIT_MOD_AT_AGENT, .id = 4, .addr = 0x7f0000003000,
+         .len = 18936, .aux = 1, .inl = 5, .data = "echo"},
+        {.op = KN_SQ_LOAD, .version = KN_OFF_VERSION, .id = 5, .aux = 2, .reserved = 1, .inl = 13,
+         .data = "no such file"},
+        {.op = KN_SQ_JOIN, .version = KN_OFF_VERSION, .id = 6, .aux = 1},
+        {.op = KN_SQ_UNLOAD, .version = KN_OFF_VERSION, .id = 7, .mod = 0x101},
+        {.op = KN_SQ_FETCH, .version = KN_OFF_VERSION, .id = 8, .aux = 42, .addr = 0x7f0000004000, .len = 1 << 16},
+        {.op = KN_SQ_INFO, .version = KN_OFF_VERSION, .id = 9},
+    };
+    const char *names[] = {"request_inline", "request_addr", "post_recv", "load", "load_reason",
+                           "join", "unload", "fetch", "info"};
+    for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
+        emit("sqe", names[i], &q[i], sizeof(q[i]));
+}
+
+/* ------------------------------------------------------------ loader, config */
+
+static void loader(const char *module)
+{
+    static buf_t b;
+    FILE *f = fopen(module, "rb");
+    if (!f) {
+        perror(module);
+        exit(1);
+    }
+    b.n = 0;
+    u8(&b, 0);
+    b.n += fread(b.b + b.n, 1, sizeof(b.b) - b.n, f);
+    fclose(f);
+    emit("loader", "module", b.b, b.n);
+    b.n = 0;
+    u8(&b, 1), u8(&b, 1), u8(&b, 1), u8(&b, 3);
+    put(&b, "echo", 5);
+    emit("loader", "descriptor", b.b, b.n);
+}
+
+static void config(void)
+{
+    static buf_t b;
+    for (size_t i = 0; i < kn_config_count; i++) {
+        const kn_config_entry_t *e = &kn_config_table[i];
+        b.n = 0;
+        u8(&b, (uint8_t)i);
+        put(&b, e->def, strlen(e->def));
+        char name[96];
+        snprintf(name, sizeof(name), "%s", e->name);
+        for (char *c = name; *c; c++)
+            *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+        emit("config", name, b.b, b.n);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: seeds CORPUS_DIR MODULE.so\n");
+        return 2;
+    }
+    top = argv[1];
+    boot();
+    proxy();
+    pkts();
+    net();
+    wire();
+    sqe();
+    loader(argv[2]);
+    config();
+    return 0;
+}
