@@ -835,6 +835,12 @@ knit_status_t kn_d_net_start(void)
 {
     if (kn_dmn.net_started)
         return KNIT_OK;
+    /* libfabric is loaded here, on the thread that runs module code, and
+     * before any does: its libraries' signal handlers come and go while
+     * no handler of a module can fault (src/net/fabric_dl.c) */
+    const char *why = kn_net_fabric_load();
+    if (why)
+        kn_debug("%s", why); /* the thread says so, as before */
     kn_dmn.net_ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (kn_dmn.net_ready_fd < 0 || kn_d_watch(kn_dmn.net_ready_fd, on_net_ready, NULL) < 0) {
         kn_error("eventfd: %m");

@@ -86,13 +86,7 @@ struct kn_sbx {
     uint64_t deadline;         /* LOADING, STOPPING: kill after */
     int killed;                /* we killed it */
     char why[KN_OFF_ERR_MAX];  /* and why */
-    /* a svc payload in several records */
-    struct {
-        kn_sbx_rec_t h;
-        char *buf;
-        uint64_t len;
-        int active;
-    } rx;
+    kn_sbx_rx_t rx;            /* what the host sends, joined */
     uint32_t gone_id;          /* stopping after an unload: kn_d_inst_gone(it) when ended */
     int probe;                 /* a probe: nobody to tell but the prober */
     int counted;               /* in nlive */
@@ -253,7 +247,7 @@ static void sbx_free(kn_sbx_t *s)
         close(s->segfd);
     if (s->seg)
         munmap(s->seg, kn_sbx_seg_size());
-    free(s->rx.buf);
+    kn_sbx_rx_free(&s->rx);
     kn_list_del(&s->link);
     if (s->counted) {
         nlive--;
@@ -519,54 +513,33 @@ static void reply(kn_sbx_t *s, int32_t status, const void *data, uint64_t len)
     post(s, 1, &h, data, len, 0);
 }
 
-static int name_ok(const char *n, size_t len)
+/* The host's verdict on its load (kn_sbx_svc_ok checked its form). */
+static void loaded(kn_sbx_t *s, const kn_sbx_rec_t *h, const char *text)
 {
-    if (len == 0 || len >= KNIT_MOD_NAME_MAX)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = n[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '-' || c == '.'))
-            return 0;
-    }
-    return 1;
-}
-
-/* The host's verdict on its load. */
-static void loaded(kn_sbx_t *s, const kn_sbx_rec_t *h, const char *text, uint64_t len)
-{
-    char self[32], msg[KN_OFF_ERR_MAX], t[KN_OFF_ERR_MAX];
-    if (s->state != S_LOADING || len == 0 || len > sizeof(t) || memchr(text, 0, len) != text + len - 1) {
-        malformed(s, "load verdict");
+    char self[32], msg[KN_OFF_ERR_MAX];
+    if (s->state != S_LOADING) {
+        malformed(s, "a second load verdict");
         return;
     }
-    memcpy(t, text, len);
     kn_d_self_name(self, sizeof(self));
     int32_t st = (int32_t)(uint32_t)h->a;
+    s->state = S_RUNNING;
     if (s->probe) {
-        s->state = S_RUNNING;
         s->probe_status = st;
-        snprintf(s->why, sizeof(s->why), "%s", t);
+        snprintf(s->why, sizeof(s->why), "%.150s", text);
         return;
     }
     kn_inst_t *in = s->in;
-    if (!in) {
-        s->state = S_RUNNING;
+    if (!in)
         return;
-    }
-    if (st > 0 || (st == KNIT_OK && !name_ok(t, len - 1))) {
-        malformed(s, "load verdict");
-        return;
-    }
-    s->state = S_RUNNING;
     if (st == KNIT_OK) {
-        memcpy(in->name, t, len); /* name_ok: shorter than the field */
+        snprintf(in->name, sizeof(in->name), "%.31s", text);
         in->has = (unsigned)h->b & (KN_SBX_HAS_MESSAGE | KN_SBX_HAS_TIMER | KN_SBX_HAS_FINI);
         kn_debug("module '%s' loaded as id %u (pid %d)", in->name, in->id, (int)s->pid);
         kn_d_load_verdict(in, KNIT_OK, "");
         return;
     }
-    snprintf(msg, sizeof(msg), "%s refused %s: %.120s", self, in->name, t);
+    snprintf(msg, sizeof(msg), "%s refused %s: %.120s", self, in->name, text);
     kn_d_load_verdict(in, st, msg); /* destroys it: stops this host */
 }
 
@@ -574,7 +547,7 @@ static void loaded(kn_sbx_t *s, const kn_sbx_rec_t *h, const char *text, uint64_
 static void serve(kn_sbx_t *s, const kn_sbx_rec_t *h, const char *p, uint64_t len)
 {
     if (h->type == KN_SBX_S_LOADED) {
-        loaded(s, h, p, len);
+        loaded(s, h, p);
         return;
     }
     kn_inst_t *in = s->in;
@@ -595,10 +568,6 @@ static void serve(kn_sbx_t *s, const kn_sbx_rec_t *h, const char *p, uint64_t le
         kn_d_svc_complete(in, h->a, (int32_t)(uint32_t)h->b, p, len);
         return;
     case KN_SBX_S_READ: {
-        if (len || h->c > KN_OFF_MSG_MAX) {
-            malformed(s, "read_rank");
-            return;
-        }
         if (kn_dmn.g.is_switch || !kn_dmn.hooks || !kn_dmn.hooks->read_rank) {
             reply(s, KNIT_ERR_NOT_SUPPORTED, NULL, 0);
             return;
@@ -627,61 +596,20 @@ static void serve(kn_sbx_t *s, const kn_sbx_rec_t *h, const char *p, uint64_t le
 static int serve_some(kn_sbx_t *s)
 {
     int n = 0;
-    while (n < 64 && !s->killed) {
-        /* an answer waiting for room is sent before the next request is
-         * taken: one at most waits (the host asks one at a time) */
-        if (!kn_list_empty(&s->backlog[1]))
+    /* an answer waiting for room is sent before the next request is
+     * taken: one at most waits (the host asks one at a time) */
+    while (n < 64 && !s->killed && kn_list_empty(&s->backlog[1])) {
+        const char *why;
+        int r = kn_sbx_take(&s->svc, &s->rx, &why);
+        if (r == 0 && !kn_sbx_pending(&s->svc))
             break;
-        kn_sbx_rec_t h;
-        const void *p;
-        int64_t sz = kn_sbx_peek(&s->svc, &h, &p);
-        if (sz == 0)
-            break;
-        if (sz < 0 || h.type <= KN_SBX_R_REPLY || h.type >= KN_SBX_TYPE_MAX ||
-            (s->rx.active && h.type != s->rx.h.type)) {
-            malformed(s, sz < 0 ? "ring out of bounds" : "record type");
-            break;
-        }
         n++;
-        if (!s->rx.active && !(h.flags & KN_SBX_F_MORE)) {
-            /* whole: copied out of shared memory, then done */
-            char small[512], *buf = h.len <= sizeof(small) ? small : malloc(h.len);
-            if (!buf) {
-                kn_sbx_pop(&s->svc, sz);
-                malformed(s, "out of memory");
-                break;
-            }
-            memcpy(buf, p, h.len);
-            kn_sbx_pop(&s->svc, sz);
-            serve(s, &h, buf, h.len);
-            if (buf != small)
-                free(buf);
-            continue;
-        }
-        if (!s->rx.active) {
-            s->rx.h = h;
-            s->rx.len = 0;
-            s->rx.active = 1;
-        }
-        if (s->rx.len + h.len > KN_OFF_MSG_MAX) {
-            kn_sbx_pop(&s->svc, sz);
-            malformed(s, "payload over 64 MiB");
+        if (r < 0 || (r > 0 && !kn_sbx_svc_ok(&s->rx.h, s->rx.buf, s->rx.len, &why))) {
+            malformed(s, why);
             break;
         }
-        char *nb = realloc(s->rx.buf, s->rx.len + h.len + 1);
-        if (!nb) {
-            kn_sbx_pop(&s->svc, sz);
-            malformed(s, "out of memory");
-            break;
-        }
-        s->rx.buf = nb;
-        memcpy(s->rx.buf + s->rx.len, p, h.len);
-        s->rx.len += h.len;
-        kn_sbx_pop(&s->svc, sz);
-        if (!(h.flags & KN_SBX_F_MORE)) {
-            s->rx.active = 0;
+        if (r > 0)
             serve(s, &s->rx.h, s->rx.buf, s->rx.len);
-        }
     }
     return n;
 }

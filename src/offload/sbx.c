@@ -1,6 +1,7 @@
 /* The sandbox segment's rings (sbx.h): shared by the daemon and knit-modhost. */
 #include "offload/sbx.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define REC_ALIGN(x) (((x) + 31u) & ~(uint64_t)31u)
@@ -80,4 +81,95 @@ void kn_sbx_pop(kn_sbx_end_t *e, int64_t n)
 {
     e->pos += (uint64_t)n;
     __atomic_store_n(&e->r->head, e->pos, __ATOMIC_RELEASE);
+}
+
+int kn_sbx_take(kn_sbx_end_t *e, kn_sbx_rx_t *rx, const char **why)
+{
+    kn_sbx_rec_t h;
+    const void *p;
+    int64_t sz = kn_sbx_peek(e, &h, &p);
+    if (sz <= 0) {
+        if (sz < 0)
+            *why = "ring out of bounds";
+        return (int)sz;
+    }
+    if (rx->active && h.type != rx->h.type) {
+        *why = "a fragment of another message";
+        return -1;
+    }
+    uint64_t have = rx->active ? rx->len : 0;
+    if (have + h.len > KN_OFF_MSG_MAX) {
+        *why = "a message over 64 MiB";
+        return -1;
+    }
+    if (have + h.len + 1 > rx->cap) {
+        uint64_t cap = have + h.len + 1 > 2 * rx->cap ? have + h.len + 1 : 2 * rx->cap;
+        char *b = realloc(rx->buf, cap);
+        if (!b) {
+            *why = "out of memory";
+            return -1;
+        }
+        rx->buf = b;
+        rx->cap = cap;
+    }
+    if (!rx->active) {
+        rx->h = h;
+        rx->len = 0;
+        rx->active = 1;
+    }
+    memcpy(rx->buf + rx->len, p, h.len);
+    rx->len += h.len;
+    kn_sbx_pop(e, sz);
+    if (h.flags & KN_SBX_F_MORE)
+        return 0;
+    rx->active = 0;
+    return 1;
+}
+
+void kn_sbx_rx_free(kn_sbx_rx_t *rx)
+{
+    free(rx->buf);
+    *rx = (kn_sbx_rx_t){0};
+}
+
+static int name_ok(const char *n, size_t len)
+{
+    if (len == 0 || len >= KNIT_MOD_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = n[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+int kn_sbx_svc_ok(const kn_sbx_rec_t *h, const char *p, uint64_t len, const char **why)
+{
+    switch (h->type) {
+    case KN_SBX_S_LOADED: {
+        int32_t st = (int32_t)(uint32_t)h->a;
+        if (len == 0 || len > KN_OFF_ERR_MAX || memchr(p, 0, len) != p + len - 1 || st > 0 ||
+            (st == 0 && !name_ok(p, len - 1))) {
+            *why = "load verdict";
+            return 0;
+        }
+        return 1;
+    }
+    case KN_SBX_S_READ:
+        if (len || h->c > KN_OFF_MSG_MAX) {
+            *why = "read_rank";
+            return 0;
+        }
+        return 1;
+    case KN_SBX_S_SEND:
+    case KN_SBX_S_MULTICAST:
+    case KN_SBX_S_COMPLETE:
+    case KN_SBX_S_WRITE:
+    case KN_SBX_S_DELIVER:
+        return 1;
+    }
+    *why = "record type";
+    return 0;
 }

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "knit/module.h"
+#include "offload/offload.h"
 
 #define KN_SBX_MAGIC 0x6b6e7362u /* "knsb" */
 #define KN_SBX_VERSION 1
@@ -168,5 +169,33 @@ int64_t kn_sbx_peek(kn_sbx_end_t *e, kn_sbx_rec_t *h, const void **p);
 void kn_sbx_pop(kn_sbx_end_t *e, int64_t n);
 /* Consumer: anything to read? */
 int kn_sbx_pending(const kn_sbx_end_t *e);
+
+/* A consumer's message in several records, joined (zero-initialized;
+ * kn_sbx_rx_free frees it). */
+typedef struct kn_sbx_rx {
+    kn_sbx_rec_t h;     /* the first record's header */
+    char *buf;          /* the payload, copied out of shared memory */
+    uint64_t len, cap;
+    int active;
+} kn_sbx_rx_t;
+
+/*
+ * Take the next record out of the ring, copied: 1 when it ends a message
+ * (rx->h its header, rx->buf and rx->len its payload, valid until the
+ * next call), 0 when the ring is empty or the record only began or
+ * continued one, -1 when the ring or the record is malformed (*why): out
+ * of bounds, a fragment of another type than its message's, a message
+ * over KN_OFF_MSG_MAX.  The daemon's side and the fuzz target
+ * (tests/fuzz/fuzz_sbx.c) take records from module processes with it.
+ */
+int kn_sbx_take(kn_sbx_end_t *e, kn_sbx_rx_t *rx, const char **why);
+void kn_sbx_rx_free(kn_sbx_rx_t *rx);
+
+/* What a whole message from a module process must be, whatever the
+ * daemon's state: a host -> daemon type; no payload for READ and a length
+ * up to KN_OFF_MSG_MAX in c; for LOADED a NUL-terminated text shorter
+ * than KN_OFF_ERR_MAX, a status that is 0 or an error, and with 0 a valid
+ * module name.  1: acceptable; 0 with *why. */
+int kn_sbx_svc_ok(const kn_sbx_rec_t *h, const char *p, uint64_t len, const char **why);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "boot/proto.h"
 #include "net/frame.h"
+#include "offload/sbx.h"
 #include "offload/wire.h"
 #include "util/config.h"
 
@@ -394,6 +395,56 @@ static void config(void)
     }
 }
 
+/* ------------------------------------------------------------ sbx */
+
+static void u32(buf_t *b, uint32_t v) { put(b, &v, 4); }
+
+/* A record put the proper way (fuzz_sbx.c's script). */
+static void sbx_rec(buf_t *b, uint16_t type, int more, uint64_t a, uint8_t bb, uint32_t c, const void *p, uint16_t n)
+{
+    u8(b, 0);
+    u8(b, (uint8_t)type);
+    u8(b, (uint8_t)more);
+    u64(b, a);
+    u8(b, bb);
+    u32(b, c);
+    u16(b, n);
+    put(b, p, n);
+}
+
+static void sbx(void)
+{
+    static buf_t b;
+    b.n = 0;
+    sbx_rec(&b, KN_SBX_S_LOADED, 0, 0, KN_SBX_HAS_MESSAGE, 0, "echo", 5);
+    emit("sbx", "loaded", b.b, b.n);
+    b.n = 0;
+    sbx_rec(&b, KN_SBX_S_LOADED, 0, (uint32_t)KNIT_ERR_INVAL, 0, 0, "init failed (status -1)", 24);
+    emit("sbx", "refused", b.b, b.n);
+    b.n = 0;
+    char msg[1500];
+    memset(msg, 'm', sizeof(msg));
+    sbx_rec(&b, KN_SBX_S_SEND, 1, 1, 0, 0, msg, 1000);
+    sbx_rec(&b, KN_SBX_S_SEND, 1, 1, 0, 0, msg, 1500);
+    sbx_rec(&b, KN_SBX_S_SEND, 0, 1, 0, 0, msg, 7);
+    sbx_rec(&b, KN_SBX_S_COMPLETE, 0, 1ull << 32 | 3, 0, 0, "ok", 3);
+    emit("sbx", "fragments", b.b, b.n);
+    b.n = 0;
+    sbx_rec(&b, KN_SBX_S_READ, 0, 2, 0, 4096, NULL, 0);
+    sbx_rec(&b, KN_SBX_S_WRITE, 0, 2, 0, 0, msg, 64);
+    sbx_rec(&b, KN_SBX_S_DELIVER, 0, 2, 0, 0, msg, 16);
+    sbx_rec(&b, KN_SBX_S_MULTICAST, 0, 0, 0, 0, msg, 8);
+    emit("sbx", "services", b.b, b.n);
+    b.n = 0;
+    sbx_rec(&b, KN_SBX_S_SEND, 0, 0, 0, 0, msg, 40);
+    u8(&b, 1); /* the module scribbles over the ring and its index */
+    u32(&b, 0);
+    u16(&b, 64);
+    put(&b, msg, 64);
+    u64(&b, 200);
+    emit("sbx", "scribbled", b.b, b.n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -407,6 +458,7 @@ int main(int argc, char **argv)
     net();
     wire();
     sqe();
+    sbx();
     loader(argv[2]);
     config();
     return 0;

@@ -23,7 +23,7 @@ left_behind() {
     local jobid=$1 p procs=""
     [ -n "$jobid" ] || { echo "no jobid"; return; }
     for p in /proc/[0-9]*; do
-        tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "KNIT_JOBID=$jobid" &&
+        grep -qaxz "KNIT_JOBID=$jobid" "$p/environ" 2>/dev/null &&
             procs+="${p#/proc/}($(cat "$p/comm" 2>/dev/null)) "
     done
     local shm
