@@ -33,12 +33,10 @@ static struct {
 } fab;
 static pthread_once_t fab_once = PTHREAD_ONCE_INIT;
 
-/* The PSM libraries install handlers for fault signals (they print a
- * backtrace and exit), in their constructors and when libfabric first
- * initializes its providers (the first fi_getinfo): both happen here, with
- * knit's handlers saved before and put back after.  A knit process keeps
- * its own, so a crashing rank is reported as killed by its signal and an
- * agent's module fault protection keeps working. */
+/* The PSM libraries' constructors also install handlers for fault signals
+ * (they print a backtrace and exit): a knit process keeps its own, so a
+ * crashing rank is reported as killed by its signal and an agent's module
+ * fault protection keeps working. */
 static const int kept_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM, SIGINT, SIGTERM};
 
 static void fab_open(void)
@@ -47,19 +45,14 @@ static void fab_open(void)
     for (size_t i = 0; i < sizeof(kept_signals) / sizeof(kept_signals[0]); i++)
         sigaction(kept_signals[i], NULL, &saved[i]);
     void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h) {
-        fab.getinfo = (__typeof__(fab.getinfo))dlsym(h, "fi_getinfo");
-        fab.freeinfo = (__typeof__(fab.freeinfo))dlsym(h, "fi_freeinfo");
-        struct fi_info *all = NULL;
-        if (fab.getinfo && fab.freeinfo && fab.getinfo(FI_VERSION(1, 9), NULL, NULL, 0, NULL, &all) == 0)
-            fab.freeinfo(all); /* the providers are initialized now */
-    }
     for (size_t i = 0; i < sizeof(kept_signals) / sizeof(kept_signals[0]); i++)
         sigaction(kept_signals[i], &saved[i], NULL);
     if (!h) {
         snprintf(fab.why, sizeof(fab.why), "cannot load libfabric: %s", dlerror());
         return;
     }
+    fab.getinfo = (__typeof__(fab.getinfo))dlsym(h, "fi_getinfo");
+    fab.freeinfo = (__typeof__(fab.freeinfo))dlsym(h, "fi_freeinfo");
     fab.dupinfo = (__typeof__(fab.dupinfo))dlsym(h, "fi_dupinfo");
     fab.fabric = (__typeof__(fab.fabric))dlsym(h, "fi_fabric");
     fab.strerror = (__typeof__(fab.strerror))dlsym(h, "fi_strerror");

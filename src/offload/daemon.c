@@ -836,8 +836,9 @@ knit_status_t kn_d_net_start(void)
     if (kn_dmn.net_started)
         return KNIT_OK;
     /* libfabric is loaded here, on the thread that runs module code, and
-     * before any does: its libraries' signal handlers come and go while
-     * no handler of a module can fault (src/net/fabric_dl.c) */
+     * before any does: the fault handlers its libraries' constructors
+     * install come and go (src/net/fabric_dl.c) while no handler of a
+     * module can fault */
     const char *why = kn_net_fabric_load();
     if (why)
         kn_debug("%s", why); /* the thread says so, as before */

@@ -26,6 +26,7 @@
 #include "offload/daemon_int.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -61,6 +62,7 @@ static struct {
     const char *volatile how;    /* SIG_CALLED: exit, _exit, abort... */
     volatile int code;
     sigset_t mask;               /* the daemon's own signal mask */
+    pthread_t thread;            /* the one that runs module code */
 } P;
 
 /* A call ended because the module called how(code) (kn_d_module_ends). */
@@ -131,6 +133,7 @@ static void svc_leave(void)
 
 int kn_d_protection_init(void)
 {
+    P.thread = pthread_self();
     sigprocmask(SIG_SETMASK, NULL, &P.mask);
     static char altstack[1 << 16];
     stack_t ss = {.ss_sp = altstack, .ss_size = sizeof(altstack)};
@@ -177,7 +180,9 @@ void kn_d_budget_timer(int on)
 
 int kn_d_in_module(void)
 {
-    return P.in_module || P.loading;
+    /* module code runs on the daemon's own thread only: the network
+     * thread's calls are the daemon's */
+    return (P.in_module || P.loading) && pthread_equal(pthread_self(), P.thread);
 }
 
 void kn_d_module_ends(const char *how, int code)
