@@ -20,11 +20,14 @@
  * inside the calling rank, which emulates every agent and the switch with
  * the same services (docs/modules.md: debugging with gdb).
  *
- * Rules: handlers run on the daemon's only thread, one at a time, and
- * must not block (use timers and messages); keep state in memory from
- * alloc() (not in global variables: at host placement several instances
- * share one process); a handler that faults (SIGSEGV, SIGBUS, SIGFPE,
- * SIGILL) or runs past KNIT_MODULE_BUDGET disables its module only.
+ * Rules: the handlers of an instance run one at a time, and must not
+ * block (use timers and messages); keep state in memory from alloc() (not
+ * in global variables: at host placement several instances share one
+ * process); a handler that faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL),
+ * exits, aborts or runs past KNIT_MODULE_BUDGET disables its module only.
+ * By default every instance runs in a process of its own under a system-
+ * call filter (KNIT_MODULE_ISOLATION, docs/modules.md section 6): no
+ * threads, no exec, no sockets, files read-only.
  * Every struct here is fixed width on LP64 and starts with its size or
  * version so that later versions can grow it.
  */
