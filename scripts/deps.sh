@@ -3,10 +3,14 @@
 # Idempotent: does nothing (and needs no network) when everything is present.
 #   deps.sh        what make and make test need
 #   deps.sh fuzz   what make fuzz needs too (clang and libFuzzer)
+#   deps.sh soak   what make soak needs too (python3, for its report)
 set -eu
 pkgs="gcc make pkg-config libfabric-dev libfabric-bin libseccomp-dev iproute2 procps"
 if [ "${1:-}" = fuzz ]; then
     pkgs="$pkgs clang-14 libclang-rt-14-dev"
+fi
+if [ "${1:-}" = soak ]; then
+    pkgs="$pkgs python3"
 fi
 missing=""
 for p in $pkgs; do

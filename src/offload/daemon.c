@@ -835,13 +835,17 @@ knit_status_t kn_d_net_start(void)
 {
     if (kn_dmn.net_started)
         return KNIT_OK;
-    /* libfabric is loaded here, on the thread that runs module code, and
+    /* An agent loads libfabric here, on the thread that runs module code,
      * before any does: the fault handlers its libraries' constructors
      * install come and go (src/net/fabric_dl.c) while no handler of a
-     * module can fault */
-    const char *why = kn_net_fabric_load();
-    if (why)
-        kn_debug("%s", why); /* the thread says so, as before */
+     * module can fault.  (The switch starts its network at start-up, in
+     * the background: its modules arrive over that network, later; and
+     * libinfinipath's constructor takes 200 ms.) */
+    if (!kn_dmn.g.is_switch) {
+        const char *why = kn_net_fabric_load();
+        if (why)
+            kn_debug("%s", why); /* the thread says so, as before */
+    }
     kn_dmn.net_ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (kn_dmn.net_ready_fd < 0 || kn_d_watch(kn_dmn.net_ready_fd, on_net_ready, NULL) < 0) {
         kn_error("eventfd: %m");

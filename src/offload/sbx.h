@@ -41,8 +41,8 @@
 
 #define KN_SBX_MAGIC 0x6b6e7362u /* "knsb" */
 #define KN_SBX_VERSION 1
-#define KN_SBX_RING (1u << 20)   /* bytes of each ring's data */
-#define KN_SBX_FRAG (256u << 10) /* payload bytes of one record, at most */
+#define KN_SBX_RING (256u << 10) /* bytes of each ring's data */
+#define KN_SBX_FRAG (64u << 10)  /* payload bytes of one record, at most */
 
 /* The host's file descriptors (knit-modhost starts with these). */
 #define KN_SBX_FD_SEG 3          /* the segment (memfd) */

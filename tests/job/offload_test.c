@@ -185,8 +185,11 @@ static void cycles(int n)
         size_t len;
         CHECK(call(m, k % 2 ? "x" : "r", 1, out, sizeof(out), &len) == KNIT_OK, "cycle %d", k);
         CHECK(knit_module_unload(m) == KNIT_OK, "unload %d", k);
-        if (k == 5) /* warm: the allocator and the network have their memory */
+        if (k == 5) { /* warm: the allocator and the network have their memory */
+            barrier(); /* nobody has started the next load (its module process) */
             CHECK(knit_agent_info(ctx, &i0) == KNIT_OK, "info");
+            barrier();
+        }
     }
     barrier(); /* every node has unloaded */
     CHECK(knit_agent_info(ctx, &i1) == KNIT_OK, "info");
