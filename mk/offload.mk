@@ -40,7 +40,7 @@ $(BUILD)/modules/%.so: modules/%.c include/knit/module.h
 
 # tests/modules/*.c: modules that misbehave, for the tests only
 TEST_MODULES := $(patsubst tests/modules/%.c,$(BUILD)/tests/modules/%.so,$(wildcard tests/modules/*.c))
-$(BUILD)/tests/modules/%.so: tests/modules/%.c include/knit/module.h
+$(BUILD)/tests/modules/%.so: tests/modules/%.c tests/modules/plain.h include/knit/module.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) -Iinclude $(MODULE_CFLAGS) -shared -o $@ $< -pthread
 

@@ -47,14 +47,8 @@
 struct knit_mod_ctx {
     knit_mod_geometry_t geo;
     void *state;
-    kn_list_t allocs;
+    kn_mod_mem_t mem;
 };
-
-typedef struct alloc_hdr {
-    kn_list_t link;
-    uint64_t size;
-    uint64_t pad;
-} alloc_hdr_t;
 
 typedef struct htimer {
     kn_list_t link;
@@ -373,32 +367,16 @@ static int32_t svc_timer(knit_mod_ctx_t *m, uint64_t delay, uint64_t cookie)
 
 static void *svc_alloc(knit_mod_ctx_t *m, uint64_t size)
 {
-    if (size > (1ull << 34))
-        return NULL;
-    alloc_hdr_t *h = calloc(1, sizeof(*h) + size);
-    if (!h)
-        return NULL;
-    h->size = size;
-    H.seg->alloc_bytes += size;
-    kn_list_push_back(&m->allocs, &h->link);
-    return h + 1;
+    void *p = kn_mod_mem_alloc(&m->mem, size);
+    H.seg->alloc_bytes = m->mem.bytes;
+    return p;
 }
 
 static void svc_free(knit_mod_ctx_t *m, void *p)
 {
-    if (!p)
-        return;
-    alloc_hdr_t *h = (alloc_hdr_t *)p - 1;
-    kn_list_t *e;
-    kn_list_for_each(e, &m->allocs) {
-        if (e == &h->link) { /* only what it allocated */
-            kn_list_del(&h->link);
-            H.seg->alloc_bytes -= h->size;
-            free(h);
-            return;
-        }
-    }
-    kn_warn("module '%s' freed memory it did not allocate (%p): ignored", H.seg->name, p);
+    if (kn_mod_mem_free(&m->mem, p) < 0)
+        kn_warn("module '%s' freed memory it did not allocate (%p): ignored", H.seg->name, p);
+    H.seg->alloc_bytes = m->mem.bytes;
 }
 
 static void svc_set_state(knit_mod_ctx_t *m, void *s)
@@ -660,7 +638,7 @@ int main(void)
     kn_sbx_end_init(&H.svc, H.seg, KN_SBX_SVC);
     H.inst.geo = H.seg->geo;
     H.is_switch = H.inst.geo.self_kind == KNIT_MOD_AT_SWITCH;
-    kn_list_init(&H.inst.allocs);
+    kn_mod_mem_init(&H.inst.mem);
     kn_list_init(&H.timers);
     kn_list_init(&H.selfq);
     catch_faults();

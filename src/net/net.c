@@ -689,6 +689,17 @@ static const char *op_what(net_op_t *op)
     }
 }
 
+/* An RDMA operation ended (status for its completion). */
+static void rma_done(net_tl_t *n, rma_op_t *o, knit_status_t status)
+{
+    n->peers[o->op.peer].outstanding--;
+    if (o->lreg)
+        rcache_put(n, o->lreg);
+    kn_tl_comp_t *comp = o->comp;
+    kn_pool_put(&n->rma_pool, o);
+    comp->cb(comp, status);
+}
+
 static void cq_error(net_tl_t *n)
 {
     struct fi_cq_err_entry err = {0};
@@ -701,13 +712,7 @@ static void cq_error(net_tl_t *n)
     if (op && op->kind == OP_RMA && (err.err == FI_EFAULT || err.err == FI_EACCES)) {
         /* a buffer of the transfer, ours or the peer's: the engine finds
          * whose and tells the peer (docs/protocols.md, NAK) */
-        rma_op_t *o = (rma_op_t *)op;
-        n->peers[op->peer].outstanding--;
-        if (o->lreg)
-            rcache_put(n, o->lreg);
-        kn_tl_comp_t *comp = o->comp;
-        kn_pool_put(&n->rma_pool, o);
-        comp->cb(comp, KNIT_ERR_FAULT);
+        rma_done(n, (rma_op_t *)op, KNIT_ERR_FAULT);
         return;
     }
     char peer[64] = "a peer";
@@ -748,16 +753,9 @@ static int net_progress(kn_tl_t *tl)
                 n->tx_free = t;
                 break;
             }
-            case OP_RMA: {
-                rma_op_t *o = (rma_op_t *)op;
-                n->peers[op->peer].outstanding--;
-                if (o->lreg)
-                    rcache_put(n, o->lreg);
-                kn_tl_comp_t *comp = o->comp;
-                kn_pool_put(&n->rma_pool, o);
-                comp->cb(comp, KNIT_OK);
+            case OP_RMA:
+                rma_done(n, (rma_op_t *)op, KNIT_OK);
                 break;
-            }
             default:
                 net_fatal(n, "rank %d: completion with an unknown context", n->p.rank);
             }

@@ -46,6 +46,7 @@ static struct {
     uint64_t next_seq;
     uint64_t load_seq;
     unsigned outstanding;
+    unsigned spin_count;   /* polls before yielding, while waiting on the agent */
     knit_mreq_t *ops[OPS_TAB];
     kn_list_t modules;
     char last_error[KN_OFF_ERR_MAX + 64];
@@ -277,11 +278,11 @@ static void wait_round(unsigned *spins)
         *spins = 0;
         return;
     }
-    if (++*spins < (unsigned)kn_cfg.spin_count) {
+    if (++*spins < C.spin_count) {
         kn_cpu_relax();
         return;
     }
-    if (*spins < (unsigned)kn_cfg.spin_count + 16) {
+    if (*spins < C.spin_count + 16) {
         sched_yield();
         return;
     }
@@ -434,6 +435,18 @@ static void wait_op(knit_mreq_t *r)
 knit_status_t kn_off_open(const kn_off_params_t *p)
 {
     C.p = *p;
+    /* A rank waiting on its agent polls first only where the node's ranks
+     * and the agent each have a cpu: elsewhere its polling takes the cpu
+     * that the agent (or the agent's module process) needs to answer, and
+     * a request waits for a time slice (2 ranks on 2 cpus: 170-200 us a
+     * request through a module process, against a few with yielding). */
+    C.spin_count = kn_cfg.spin_count > 0 ? (unsigned)kn_cfg.spin_count : 1;
+    if (p->p2p) {
+        kn_p2p_limits_t l;
+        kn_p2p_get_limits(p->p2p, &l);
+        if (l.host_procs + 1 > l.ncpus)
+            C.spin_count = 1;
+    }
     kn_list_init(&C.modules);
     C.node_first = calloc((size_t)p->nnodes + 1, sizeof(int));
     if (!C.node_first)

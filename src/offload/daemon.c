@@ -357,7 +357,7 @@ void kn_d_request_builtin(int slot, int32_t rank, uint64_t rank_id)
 {
     if (!builtin.reqs.next) {
         kn_list_init(&builtin.reqs);
-        kn_list_init(&builtin.allocs);
+        kn_mod_mem_init(&builtin.mem);
     }
     kn_dreq_t *r = local_req(&builtin, slot, rank, rank_id);
     if (!r)

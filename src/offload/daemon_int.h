@@ -36,7 +36,7 @@ struct knit_mod_ctx {
     const knit_mod_descriptor_t *desc; /* ... and its descriptor */
     knit_mod_geometry_t geo;
     void *state;
-    kn_list_t allocs;
+    kn_mod_mem_t mem;          /* its alloc() service (in-process) */
     kn_list_t reqs;
     unsigned char *unloaded;   /* agent: [local_size]; */
     int nunloaded;             /* agent: local ranks; switch: agents */

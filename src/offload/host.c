@@ -23,7 +23,7 @@ typedef struct hinst {
     kn_hmod_t *hm;
     knit_mod_geometry_t geo;
     void *state;
-    kn_list_t allocs;
+    kn_mod_mem_t mem;
 } hinst_t;
 
 typedef struct hmsg {
@@ -191,23 +191,13 @@ static int32_t h_timer(knit_mod_ctx_t *m, uint64_t delay, uint64_t cookie)
 
 static void *h_alloc(knit_mod_ctx_t *m, uint64_t size)
 {
-    if (size > (1ull << 34))
-        return NULL;
-    kn_list_t *h = calloc(1, sizeof(kn_list_t) * 2 + size);
-    if (!h)
-        return NULL;
-    kn_list_push_back(&H(m)->allocs, h);
-    return h + 2;
+    return kn_mod_mem_alloc(&H(m)->mem, size);
 }
 
 static void h_free(knit_mod_ctx_t *m, void *p)
 {
-    (void)m;
-    if (!p)
-        return;
-    kn_list_t *h = (kn_list_t *)p - 2;
-    kn_list_del(h);
-    free(h);
+    if (kn_mod_mem_free(&H(m)->mem, p) < 0)
+        kn_warn("module '%s' freed memory it did not allocate (%p): ignored", H(m)->hm->desc->name, p);
 }
 
 static void h_set_state(knit_mod_ctx_t *m, void *s)
@@ -268,11 +258,7 @@ static const knit_mod_services_t host_services = {
 
 static void free_inst(hinst_t *h)
 {
-    while (!kn_list_empty(&h->allocs)) {
-        kn_list_t *a = h->allocs.next;
-        kn_list_del(a);
-        free(a);
-    }
+    kn_mod_mem_release(&h->mem);
 }
 
 static void hmod_destroy(kn_hmod_t *hm, int inited)
@@ -345,7 +331,7 @@ knit_status_t kn_host_load(knit_module_t *m, const char *path)
         hinst_t *h = &hm->inst[i];
         int sw = i == p->nnodes;
         h->hm = hm;
-        kn_list_init(&h->allocs);
+        kn_mod_mem_init(&h->mem);
         h->geo = (knit_mod_geometry_t){
             .size = sizeof(knit_mod_geometry_t), .module_id = 0, .nranks = p->size, .nnodes = p->nnodes,
             .self = sw ? KNIT_MOD_SWITCH : i, .self_kind = sw ? KNIT_MOD_AT_SWITCH : KNIT_MOD_AT_AGENT,

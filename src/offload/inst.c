@@ -42,12 +42,6 @@
 #include "util/log.h"
 #include "util/time.h"
 
-typedef struct alloc_hdr {
-    kn_list_t link;
-    uint64_t size;
-    uint64_t pad;
-} alloc_hdr_t;
-
 /* ------------------------------------------------------------ protection */
 
 static struct {
@@ -468,12 +462,8 @@ int kn_d_inst_destroy(kn_inst_t *in, int call_fini)
         call_t c = {.what = 3};
         run_protected(in, &c);
     }
-    while (!kn_list_empty(&in->allocs)) {
-        alloc_hdr_t *h = kn_list_first(&in->allocs, alloc_hdr_t, link);
-        kn_list_del(&h->link);
-        kn_dmn.alloc_bytes -= h->size;
-        free(h);
-    }
+    kn_dmn.alloc_bytes -= in->mem.bytes;
+    kn_mod_mem_release(&in->mem);
     kn_mod_close(&in->lib);
     if (kn_dmn.inst[in->id % KN_INST_TAB] == in) {
         kn_dmn.inst[in->id % KN_INST_TAB] = NULL;
@@ -575,7 +565,7 @@ int32_t kn_d_inst_load(uint32_t id, uint64_t seq, int where, const char *name, c
     in->id = id;
     in->load_seq = seq;
     in->placement = where;
-    kn_list_init(&in->allocs);
+    kn_mod_mem_init(&in->mem);
     kn_list_init(&in->reqs);
     snprintf(in->name, sizeof(in->name), "%s", name);
     in->geo = (knit_mod_geometry_t){
@@ -737,15 +727,10 @@ static int32_t svc_timer(knit_mod_ctx_t *m, uint64_t delay, uint64_t cookie)
 
 static void *do_alloc(knit_mod_ctx_t *m, uint64_t size)
 {
-    if (size > (1ull << 34))
-        return NULL;
-    alloc_hdr_t *h = calloc(1, sizeof(*h) + size);
-    if (!h)
-        return NULL;
-    h->size = size;
-    kn_dmn.alloc_bytes += size;
-    kn_list_push_back(&m->allocs, &h->link);
-    return h + 1;
+    void *p = kn_mod_mem_alloc(&m->mem, size);
+    if (p)
+        kn_dmn.alloc_bytes += size;
+    return p;
 }
 
 static void *svc_alloc(knit_mod_ctx_t *m, uint64_t size)
@@ -755,19 +740,10 @@ static void *svc_alloc(knit_mod_ctx_t *m, uint64_t size)
 
 static int do_free(knit_mod_ctx_t *m, void *p)
 {
-    if (!p)
-        return 0;
-    alloc_hdr_t *h = (alloc_hdr_t *)p - 1;
-    kn_list_t *e;
-    kn_list_for_each(e, &m->allocs) {
-        if (e == &h->link) { /* only what it allocated */
-            kn_list_del(&h->link);
-            kn_dmn.alloc_bytes -= h->size;
-            free(h);
-            return 0;
-        }
-    }
-    kn_warn("module '%s' freed memory it did not allocate (%p): ignored", m->name, p);
+    uint64_t before = m->mem.bytes;
+    if (kn_mod_mem_free(&m->mem, p) < 0)
+        kn_warn("module '%s' freed memory it did not allocate (%p): ignored", m->name, p);
+    kn_dmn.alloc_bytes -= before - m->mem.bytes;
     return 0;
 }
 

@@ -34,6 +34,7 @@
 
 #include "knit.h"
 #include "knit/module.h"
+#include "util/list.h"
 
 #define KN_OFF_MAGIC 0x666f6e6bu /* "knof" */
 #define KN_OFF_VERSION 1
@@ -181,6 +182,21 @@ void kn_mod_close(kn_mod_lib_t *lib);
 /* Read a whole file (up to KN_OFF_MSG_MAX) into malloc'ed memory. */
 knit_status_t kn_mod_read_file(const char *path, void **bytes, size_t *len, char *err,
                                size_t errlen);
+
+/* ---------------------------------------------------------------- scratch memory */
+
+/* The alloc()/free() service of an instance: zeroed blocks it owns, all
+ * freed when it goes; free() of anything else is refused. */
+#define KN_MOD_MEM_MAX (1ull << 34)
+typedef struct kn_mod_mem {
+    kn_list_t blocks;
+    uint64_t bytes;
+} kn_mod_mem_t;
+
+void kn_mod_mem_init(kn_mod_mem_t *mm);
+void *kn_mod_mem_alloc(kn_mod_mem_t *mm, uint64_t size);   /* NULL: too big, no memory */
+int kn_mod_mem_free(kn_mod_mem_t *mm, void *p);            /* -1: not a block of mm */
+void kn_mod_mem_release(kn_mod_mem_t *mm);
 
 /* ---------------------------------------------------------------- client (ranks) */
 
