@@ -3,10 +3,12 @@
  *
  *   knitrun -n 2 build/bench/offload_rtt build/modules/echo.so [iters]
  *
- * 1. module vs compiled-in: the echo module (loaded .so, dispatched
- *    through the agent's protection: sigsetjmp, deadline) against the
- *    agent's built-in null handler, one request of each in turn, every
- *    request timed; the medians of the two kinds.
+ * 1. module vs compiled-in: the echo module (loaded .so: by default in a
+ *    process of its own, KNIT_MODULE_ISOLATION=process; inprocess:
+ *    dispatched on the agent's thread through its protection, sigsetjmp
+ *    and the budget) against the agent's built-in null handler, one
+ *    request of each in turn, every request timed; the medians of the two
+ *    kinds.  make bench-offload runs it in both isolations.
  * 2. agent awake vs asleep: back-to-back requests (the agent polls, see
  *    KNIT_AGENT_SPIN) against requests each issued 2 ms after the last
  *    one ended (the agent has gone to sleep in epoll_wait, and the rank's

@@ -56,8 +56,11 @@ ALL_TARGETS += $(KNIT_AGENT) $(KNIT_SWITCH) $(KNIT_MODHOST) $(MODULES) $(TEST_MO
 offload: $(KNIT_AGENT) $(KNIT_SWITCH) $(KNIT_MODHOST) $(MODULES) $(OFFLOAD_BENCH)
 
 # make bench-offload: module call overhead and agent asleep/awake round
-# trips, 2 ranks on one node (BENCH_OFFLOAD_ARGS: e.g. --nodes 2 -n 4)
+# trips, 2 ranks on one node (BENCH_OFFLOAD_ARGS: e.g. --nodes 2 -n 4),
+# with modules in processes of their own and on the agent's thread
 BENCH_OFFLOAD_ARGS ?= -n 2
 .PHONY: bench-offload
 bench-offload: $(OFFLOAD_BENCH) $(KNIT_AGENT) $(KNIT_SWITCH) $(KNIT_MODHOST) $(BUILD)/modules/echo.so $(BUILD)/bin/knitrun
-	$(Q)$(BUILD)/bin/knitrun $(BENCH_OFFLOAD_ARGS) $(OFFLOAD_BENCH) $(BUILD)/modules/echo.so
+	$(Q)for iso in process inprocess; do echo "KNIT_MODULE_ISOLATION=$$iso:"; \
+		KNIT_MODULE_ISOLATION=$$iso $(BUILD)/bin/knitrun $(BENCH_OFFLOAD_ARGS) $(OFFLOAD_BENCH) \
+		$(BUILD)/modules/echo.so || exit 1; done
