@@ -8,6 +8,7 @@
 
 #include "coll/coll.h"
 #include "core/ctx.h"
+#include "core/nodeshm.h"
 #include "p2p/p2p.h"
 #include "p2p/self.h"
 #include "net/net.h"
@@ -187,19 +188,41 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
     knit_status_t st = kn_p2p_create(&pp, &ctx->p2p);
     if (st != KNIT_OK)
         return st;
-    kn_shm_params_t sp = {
-        .jobid = ctx->jobid, .node = ctx->node, .local_rank = ctx->local_rank,
-        .local_size = ctx->local_size, .first_rank = ctx->first_local, .cma_mode = kn_cfg.cma,
-        .ring_entries = (unsigned)kn_cfg.shm_ring, .buf_size = kn_cfg.shm_buffer, .coop_chunk = kn_cfg.coop_chunk,
-        .membarrier = kn_cfg.shm_membarrier,
-    };
+    /* every rank plans alike, and fails alike; local rank 0 says why,
+     * before the fence, so that it is said before any rank ends */
+    kn_node_shm_t plan;
+    char msg[600];
+    int agent = !kn_boot_is_singleton(ctx->boot) && kn_cfg.offload;
+    knit_status_t create_st = kn_node_shm_plan(&kn_cfg, ctx->local_size, agent, &plan, msg, sizeof(msg));
+    if (create_st != KNIT_OK) {
+        if (ctx->local_rank == 0)
+            kn_error("%s", msg);
+        else
+            kn_debug("%s", msg);
+    }
+    kn_shm_params_t sp = plan.params;
+    sp.jobid = ctx->jobid;
+    sp.node = ctx->node;
+    sp.local_rank = ctx->local_rank;
+    sp.first_rank = ctx->first_local;
     int use_shm = ctx->local_size > 1 && !kn_cfg.net_only;
     int use_net = 0;
     for (int i = 0; i < ctx->size; i++)
         use_net |= kn_by_net(ctx, i);
-    knit_status_t create_st = KNIT_OK;
-    if (use_shm && ctx->local_rank == 0)
-        create_st = kn_shm_create(&sp);
+    char key[64];
+    snprintf(key, sizeof(key), "knit.shm.n%d", ctx->node);
+    if (use_shm && ctx->local_rank == 0 && create_st == KNIT_OK) {
+        /* knitrun checked this host before it started us; another launcher did not */
+        create_st = kn_node_shm_fits(&plan, 1, kn_node_shm_free(), msg, sizeof(msg));
+        if (create_st != KNIT_OK)
+            kn_error("%s", msg);
+        else
+            create_st = kn_shm_create(&sp);
+        /* so that the node's other ranks stay quiet about a failure said once */
+        st = kn_boot_put(ctx->boot, key, create_st == KNIT_OK ? "ok" : "failed", create_st == KNIT_OK ? 2 : 6);
+        if (st != KNIT_OK)
+            kn_error("bootstrap put %s: %s", key, knit_strerror(st));
+    }
     /* everyone fences, even after a failure, so that no one waits forever */
     st = fence(ctx);
     if (st != KNIT_OK)
@@ -208,6 +231,17 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
         return create_st;
     if (use_shm) {
         st = kn_shm_attach(&sp, kn_p2p_recv_cb(), ctx->p2p, &ctx->shm_tl);
+        if (st == KNIT_ERR_NOT_FOUND) {
+            char said[8] = "";
+            size_t n = 0;
+            if (kn_boot_get(ctx->boot, key, said, sizeof(said) - 1, &n) == KNIT_OK && n == 6 &&
+                !memcmp(said, "failed", 6)) {
+                kn_debug("local rank 0 could not make the node segment (it said why)");
+                return KNIT_ERR_NOMEM;
+            }
+            kn_error("the node segment is missing: local rank 0 did not create it");
+            return KNIT_ERR_IO;
+        }
         if (st != KNIT_OK)
             return st;
     }

@@ -171,7 +171,8 @@ static int on_abort(kconn_t *c, const uint8_t *p, uint32_t len)
         msg[i] = p[4 + i] < 0x20 || p[4 + i] == 0x7f ? ' ' : (char)p[4 + i];
     msg[mlen] = '\0';
     job_abort(c, (int)(int32_t)kn_boot_get32(p), msg);
-    return ack(c, KNIT_OK);
+    /* a proxy refusing to start its ranks expects no answer */
+    return c->role == KN_BOOT_ROLE_PROXY ? 0 : ack(c, KNIT_OK);
 }
 
 static int on_proxy_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
@@ -214,7 +215,7 @@ static int on_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
     case KN_BOOT_FENCE:
         return on_fence(c);
     case KN_BOOT_ABORT:
-        if (rank_like)
+        if (rank_like || c->role == KN_BOOT_ROLE_PROXY)
             return on_abort(c, p, h->len);
         break;
     case KN_BOOT_FINALIZE:
