@@ -533,7 +533,7 @@ static void shm_wake(kn_tl_t *tl, int peer)
 }
 
 /* Remember a peer whose last send found no room, for the sleep check. */
-static void mark_blocked(shm_tl_t *s, unsigned li, int why)
+static __attribute__((noinline)) void mark_blocked(shm_tl_t *s, unsigned li, int why)
 {
     peer_out_t *o = &s->out[li];
     o->blocked = (uint8_t)why;
@@ -800,8 +800,11 @@ static knit_status_t box_announce(shm_tl_t *s, unsigned li)
     return KNIT_OK;
 }
 
-static knit_status_t box_send(shm_tl_t *s, unsigned li, box_local_t *q, const kn_pkt_hdr_t *hdr,
-                              const void *payload, size_t len)
+/* Inlined: the hot path of a pair that talks often, as the pair queues of
+ * earlier knit were. */
+static inline __attribute__((always_inline)) knit_status_t box_send(shm_tl_t *s, unsigned li, box_local_t *q,
+                                                                    const kn_pkt_hdr_t *hdr, const void *payload,
+                                                                    size_t len)
 {
     if (kn_unlikely(q->head - q->cached_tail >= s->ring_entries)) {
         q->cached_tail = atomic_load_explicit(&q->ctl->tail, memory_order_acquire);

@@ -47,6 +47,10 @@ run suite.n5 120 -n 5 "$PROG" suite 1m
 run suite.n6 120 -n 6 "$PROG" suite 256k
 run suite.n7 120 -n 7 "$PROG" suite 256k
 run suite.n8 120 -n 8 "$PROG" suite 1m
+# every packet through the ranks' inbound queues (no fast boxes), and
+# fast boxes too few for every pair of 8
+run suite.n7.queue_only 120 -n 7 -x KNIT_SHM_FASTBOXES=0 "$PROG" suite 256k
+run suite.n8.two_boxes 120 -n 8 -x KNIT_SHM_FASTBOXES=2 -x KNIT_SHM_FASTBOX_AFTER=0 "$PROG" suite 256k
 for n in 3 5 8; do
     run "sub.n$n" 120 -n $n "$PROG" sub 16k
 done
