@@ -8,13 +8,12 @@
  *   help map [n][words]         bit i of rank h: rank i asks h to help copy
  *   wait map [n][words]         bit i of rank r: rank i waits for room in r's queue
  *   qctl_t[n]                   each inbound queue's head (the producers' counter)
- *   release flags [n][B/64]     one byte per 64 bytes of each send buffer
  *   cell_t[n][Q]                each rank's inbound queue
  *   send buffer [n][B]          each rank's payloads on their way through queues
  *   box_hdr_t[boxes]            fast boxes' credit counters and owners
  *   --- allocated at creation above, as fast boxes are handed out below ---
  *   fast box [boxes]            ring of R desc_t, then a buffer of B bytes
- * So a node takes O(n): n (Q·64 + B + B/64 + ~700) bytes at start plus
+ * So a node takes O(n): n (Q·64 + B + 384) bytes at start plus
  * boxes · (R·64 + B + 192), boxes = min(n·KNIT_SHM_FASTBOXES, n(n-1), what
  * KNIT_SHM_MAX leaves); docs/guide.md has the whole node's formula.
  *
@@ -34,12 +33,11 @@
  *     seq = p+Q.  No free cell: KNIT_ERR_AGAIN (the p2p layer keeps the
  *     packet, in order, and retries).  A payload beyond the cell's 28
  *     inline bytes is first copied into s's own send buffer (packed,
- *     64-byte aligned, never across the end, like a box buffer); the cell
- *     carries its position; the consumer, once it delivered it, sets the
- *     release flag of its first 64-byte unit, and s reclaims its buffer in
- *     allocation order as those flags come back (the flag is cleared when
- *     the space is handed out again).  A receiver polls one queue whatever
- *     n is, where it polled n-1 pair rings before.
+ *     64-byte aligned, never across the end, like a box buffer), after a
+ *     word that s clears; the cell carries its position; the consumer,
+ *     once it delivered it, sets that word, and s reclaims its buffer in
+ *     allocation order as those words come back.  A receiver polls one
+ *     queue whatever n is, where it polled n-1 pair rings before.
  *   SWITCHING: s took a box from the node's pool (a counter: boxes are
  *     never given back), a place among r's at most KNIT_SHM_FASTBOXES
  *     inbound boxes (r's fbox_in) and allocated its pages.  It sends the
@@ -216,8 +214,8 @@ _Static_assert(sizeof(box_hdr_t) == 3 * KN_CACHELINE, "a box header is three cac
 
 /* Where everything is, from the geometry alone (create, attach, plan). */
 typedef struct layout {
-    size_t areas, help, wait, qctl, flags, cells, sbufs, boxhdr, reserved, boxes, size;
-    size_t map_stride, flags_stride, box_size;
+    size_t areas, help, wait, qctl, cells, sbufs, boxhdr, reserved, boxes, size;
+    size_t map_stride, box_size;
     unsigned words, nboxes;
 } layout_t;
 
@@ -263,7 +261,6 @@ typedef struct shm_tl {
     _Atomic uint64_t *help_map;  /* ours */
     /* producer: our send buffer */
     char *sbuf;
-    _Atomic uint8_t *sflags;
     uint64_t s_head, s_tail;
     uint64_t *chunk_start, *chunk_end; /* ring of outstanding payloads, in allocation order */
     unsigned chunk_first, chunk_count, chunk_cap;
@@ -311,7 +308,6 @@ static void layout(unsigned n, unsigned queue, unsigned ring, size_t buf, unsign
     L->words = (n + 63) / 64;
     L->nboxes = nboxes;
     L->map_stride = KN_ALIGN_UP((size_t)L->words * sizeof(uint64_t), (size_t)KN_CACHELINE);
-    L->flags_stride = KN_ALIGN_UP(buf / KN_CACHELINE, (size_t)KN_CACHELINE);
     L->box_size = KN_ALIGN_UP((size_t)ring * sizeof(desc_t), (size_t)PAGE) + buf;
     size_t off = KN_ALIGN_UP(sizeof(seg_hdr_t), (size_t)KN_CACHELINE);
     L->areas = off;
@@ -322,8 +318,6 @@ static void layout(unsigned n, unsigned queue, unsigned ring, size_t buf, unsign
     off += (size_t)n * L->map_stride;
     L->qctl = off;
     off += (size_t)n * sizeof(qctl_t);
-    L->flags = off;
-    off += (size_t)n * L->flags_stride;
     L->cells = off = KN_ALIGN_UP(off, (size_t)PAGE);
     off += (size_t)n * queue * sizeof(cell_t);
     L->sbufs = off = KN_ALIGN_UP(off, (size_t)PAGE);
@@ -477,9 +471,15 @@ static inline char *sbuf_of(shm_tl_t *s, unsigned li)
     return (char *)s->seg + s->L.sbufs + (size_t)li * s->buf_size;
 }
 
-static inline _Atomic uint8_t *sflags_of(shm_tl_t *s, unsigned li)
+/* A payload in a send buffer: this word, then the bytes.  The receiver
+ * sets it once it delivered them; the sender clears it when it hands the
+ * space out again.  In the payload's own first cache line, which the
+ * receiver has just read: no line shared with other payloads' receivers. */
+#define CHUNK_HDR 8
+
+static inline _Atomic uint64_t *chunk_word(char *sbuf, uint64_t pos, size_t buf_size)
 {
-    return (_Atomic uint8_t *)((char *)s->seg + s->L.flags + (size_t)li * s->L.flags_stride);
+    return (_Atomic uint64_t *)(sbuf + pos % buf_size);
 }
 
 static inline box_hdr_t *boxhdr_of(shm_tl_t *s, unsigned b)
@@ -564,7 +564,7 @@ static int sbuf_reclaim(shm_tl_t *s)
     while (s->chunk_count) {
         unsigned i = s->chunk_first;
         uint64_t start = s->chunk_start[i];
-        if (!atomic_load_explicit(&s->sflags[(start % s->buf_size) / KN_CACHELINE], memory_order_acquire))
+        if (!atomic_load_explicit(chunk_word(s->sbuf, start, s->buf_size), memory_order_acquire))
             break;
         s->s_tail = s->chunk_end[i];
         s->chunk_first = (i + 1) & (s->chunk_cap - 1);
@@ -603,7 +603,7 @@ static void sbuf_commit(shm_tl_t *s, uint64_t start, size_t len)
 static int sbuf_released(shm_tl_t *s)
 {
     return s->chunk_count &&
-           atomic_load_explicit(&s->sflags[(s->chunk_start[s->chunk_first] % s->buf_size) / KN_CACHELINE],
+           atomic_load_explicit(chunk_word(s->sbuf, s->chunk_start[s->chunk_first], s->buf_size),
                                 memory_order_acquire);
 }
 
@@ -687,18 +687,18 @@ static knit_status_t queue_send(shm_tl_t *s, unsigned li, const kn_pkt_hdr_t *hd
         if (!queue_room(s, li)) {
             st = KNIT_ERR_AGAIN;
         } else {
-            int64_t start = sbuf_alloc(s, len);
+            int64_t start = sbuf_alloc(s, CHUNK_HDR + len);
             if (start < 0) {
                 s->sbuf_blocked = 1;
                 mark_blocked(s, li, BLK_SBUF);
                 return KNIT_ERR_AGAIN;
             }
             uint64_t at = (uint64_t)start;
-            memcpy(s->sbuf + at % s->buf_size, payload, len);
-            atomic_store_explicit(&s->sflags[(at % s->buf_size) / KN_CACHELINE], 0, memory_order_relaxed);
+            atomic_store_explicit(chunk_word(s->sbuf, at, s->buf_size), 0, memory_order_relaxed);
+            memcpy(s->sbuf + at % s->buf_size + CHUNK_HDR, payload, len);
             st = queue_put(s, li, hdr, NULL, 0, CELL_F_BUF, (uint32_t)len, at);
             if (st == KNIT_OK)
-                sbuf_commit(s, at, len);
+                sbuf_commit(s, at, CHUNK_HDR + len);
         }
     }
     if (kn_unlikely(st != KNIT_OK)) {
@@ -920,14 +920,15 @@ static int queue_drain(shm_tl_t *s)
             uint64_t pos;
             memcpy(&pos, c->data, sizeof(pos));
             size_t len = c->aux, off = pos % s->buf_size;
-            if (kn_unlikely(len > tl->max_payload || off % KN_CACHELINE || off + len > s->buf_size)) {
+            char *sb = sbuf_of(s, src);
+            if (kn_unlikely(len > tl->max_payload || off % KN_CACHELINE || off + CHUNK_HDR + len > s->buf_size)) {
                 kn_error("shared memory: a payload of %zu bytes at %zu from rank %u is out of bounds (node "
                          "segment corrupted?)", len, off, s->p.first_rank + src);
             } else {
                 kn_pkt_hdr_t hdr = c->hdr;
-                tl->recv_cb(tl->cb_arg, s->p.first_rank + (int)src, &hdr, sbuf_of(s, src) + off, len);
+                tl->recv_cb(tl->cb_arg, s->p.first_rank + (int)src, &hdr, sb + off + CHUNK_HDR, len);
             }
-            atomic_store_explicit(&sflags_of(s, src)[off / KN_CACHELINE], 1, memory_order_release);
+            atomic_store_explicit(chunk_word(sb, pos, s->buf_size), 1, memory_order_release);
             doorbell_ring(s, src); /* its send buffer may be full */
         } else {
             kn_pkt_hdr_t hdr = c->hdr;
@@ -1369,7 +1370,6 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
     s->wait_map = map_of(s, L.wait, s->me);
     s->help_map = map_of(s, L.help, s->me);
     s->sbuf = sbuf_of(s, s->me);
-    s->sflags = sflags_of(s, s->me);
     s->chunk_cap = (unsigned)(p->buf_size / KN_CACHELINE);
     s->chunk_start = malloc(s->chunk_cap * sizeof(uint64_t));
     s->chunk_end = malloc(s->chunk_cap * sizeof(uint64_t));
