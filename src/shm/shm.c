@@ -15,7 +15,8 @@
  *   fast box [boxes]            ring of R desc_t, then a buffer of B bytes
  * So a node takes O(n): n (Q·64 + B + 384) bytes at start plus
  * boxes · (R·64 + B + 192), boxes = min(n·KNIT_SHM_FASTBOXES, n(n-1), what
- * KNIT_SHM_MAX leaves); docs/guide.md has the whole node's formula.
+ * the node's plan under KNIT_SHM_MAX leaves them: core/nodeshm.c);
+ * docs/guide.md has the whole node's formula.
  *
  * The path of a packet from rank s to rank r (state machine, per ordered
  * pair, on the sender's side; the receiver follows it through its queue):
@@ -37,7 +38,8 @@
  *     word that s clears; the cell carries its position; the consumer,
  *     once it delivered it, sets that word, and s reclaims its buffer in
  *     allocation order as those words come back.  A receiver polls one
- *     queue whatever n is, where it polled n-1 pair rings before.
+ *     queue (and its at most KNIT_SHM_FASTBOXES boxes) whatever n is,
+ *     where it polled n-1 pair rings before.
  *   SWITCHING: s took a box from the node's pool (a counter: boxes are
  *     never given back), a place among r's at most KNIT_SHM_FASTBOXES
  *     inbound boxes (r's fbox_in) and allocated its pages.  It sends the
