@@ -117,7 +117,7 @@ fi
 # world's segment only (4 ranks, no fast boxes then): a second communicator
 # alive beside the world keeps messages, and every result is right; with
 # the default cap it gets a segment
-min=$(KNIT_SHM_FASTBOXES=0 "$BIN_DIR/knit-info" --shm 4 | awk '$1 == "minimum" {print $4}')
+min=$(KNIT_SHM_FASTBOXES=0 "$(dirname "$KNITRUN")/knit-info" --shm 4 | awk '$1 == "minimum" {print $4}')
 if [ -n "$min" ]; then
     run "$KNITRUN" --timeout 120 -n 4 -x KNIT_SHM_MAX="$min" -x KNIT_LOG_LEVEL=info "$JOBBIN/coll_test" user
     if [ "$RC" = 0 ] && grep -q "^ok user" "$OUT" && grep -q "collectives of 4 ranks share a segment" "$ERR" &&
