@@ -754,7 +754,7 @@ static int queue_start(void)
     char name[128];
     kn_off_seg_name(name, sizeof(name), A.g->jobid, A.g->self);
     A.seg_size = kn_off_seg_size((unsigned)A.g->local_size);
-    A.seg_fd = kn_shm_file_create(name, A.seg_size, O_CLOEXEC);
+    A.seg_fd = kn_shm_file_create(name, A.seg_size, A.seg_size, O_CLOEXEC);
     if (A.seg_fd < 0) {
         kn_error("agent segment %s of %zu bytes in /dev/shm: %m", name, A.seg_size);
         return -1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nodeshm.h"
 #include "knit.h"
 #include "knit/module.h"
 #include "net/net.h"
@@ -13,10 +14,12 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: knit-info [-e] [--tunables-md] [-h]\n"
+    fprintf(f, "usage: knit-info [-e] [--tunables-md] [--shm N] [-h]\n"
                "  (no option)      version, mechanisms available here, thresholds in force\n"
                "  -e, --tunables   every tunable: value in force, default, help\n"
-               "  --tunables-md    the tunables as a Markdown table (docs/tunables.md)\n");
+               "  --tunables-md    the tunables as a Markdown table (docs/tunables.md)\n"
+               "  --shm N          the shared memory a node of N ranks takes, file by file\n"
+               "                   (with the tunables in force; KNIT_OFFLOAD=0: no agent)\n");
 }
 
 static void show_size(const char *what, const char *name)
@@ -62,8 +65,12 @@ static void show_node(void)
     show_size("eager up to", "EAGER_MAX");
     show_size("cross-memory attach from", "CMA_MIN");
     show_size("rendezvous step", "BULK_CHUNK");
-    show_size("queue entries per peer", "SHM_RING");
-    show_size("payload buffer per peer", "SHM_BUFFER");
+    show_size("shared memory of a node at most", "SHM_MAX");
+    show_size("inbound queue of a rank", "SHM_QUEUE");
+    show_size("send buffer, fast box buffer", "SHM_BUFFER");
+    show_size("fast boxes per rank", "SHM_FASTBOXES");
+    show_size("fast box after packets", "SHM_FASTBOX_AFTER");
+    show_size("fast box ring entries", "SHM_RING");
     show_size("cooperative copy chunk", "COOP_CHUNK");
     char w[64];
     kn_config_format(kn_config_find("WAIT"), &kn_cfg, w, sizeof(w));
@@ -78,19 +85,65 @@ static void show_node(void)
     printf("\nknit-info -e lists every tunable\n");
 }
 
+static void show_bytes(const char *what, uint64_t b, const char *note)
+{
+    printf("  %-30s %12.1f KiB  %12llu bytes%s%s\n", what, (double)b / 1024.0, (unsigned long long)b,
+           *note ? "  " : "", note);
+}
+
+/* The node's plan (core/nodeshm.h) for n ranks: what docs/guide.md's
+ * formula gives, from the function knitrun and knit_init check. */
+static int show_shm(const char *arg)
+{
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (*end || end == arg || n < 1 || n > 65535) {
+        fprintf(stderr, "knit-info: --shm %s: expected a number of ranks (1 to 65535)\n", arg);
+        return 2;
+    }
+    kn_node_shm_t p;
+    char msg[700], cap[32];
+    knit_status_t st = kn_node_shm_plan(&kn_cfg, (int)n, kn_cfg.offload, &p, msg, sizeof(msg));
+    kn_format_size(kn_cfg.shm_max, cap, sizeof(cap));
+    printf("shared memory (/dev/shm) of a node of %ld ranks, KNIT_SHM_MAX=%s\n", n, cap);
+    if (st == KNIT_ERR_INVAL) {
+        printf("  %s\n", msg);
+        return 1;
+    }
+    char note[128];
+    snprintf(note, sizeof(note), "at start, of %llu", (unsigned long long)p.p2p);
+    show_bytes("node segment", p.p2p_start, note);
+    snprintf(note, sizeof(note), "%u boxes of %zu bytes, as handed out", p.boxes, p.box_size);
+    show_bytes("fast boxes", p.p2p - p.p2p_start, note);
+    show_bytes("collectives' segment", p.coll, "a communicator of every rank");
+    show_bytes("offload command queue", p.agent, p.offload ? "" : "(no agent)");
+    show_bytes("at start", p.start, "node segment and command queue");
+    show_bytes("in full", p.full, "every file above, every box in use");
+    show_bytes("minimum", p.minimum, "without fast boxes: what KNIT_SHM_MAX must allow");
+    show_bytes("collectives' budget", p.budget, p.cap ? "all communicators' segments together" : "no limit");
+    if (st != KNIT_OK) {
+        printf("  refused: %s\n", msg);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"tunables", no_argument, NULL, 'e'},
         {"tunables-md", no_argument, NULL, 'M'},
+        {"shm", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int mode = 0, c;
+    const char *shm_arg = NULL;
     while ((c = getopt_long(argc, argv, "eh", opts, NULL)) != -1) {
         switch (c) {
         case 'e': mode = 'e'; break;
         case 'M': mode = 'M'; break;
+        case 'S': mode = 'S'; shm_arg = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -104,6 +157,8 @@ int main(int argc, char **argv)
         return 0;
     }
     int bad = kn_config_load() != KNIT_OK;
+    if (mode == 'S')
+        return bad ? 1 : show_shm(shm_arg);
     if (mode == 'e')
         kn_config_print(stdout);
     else

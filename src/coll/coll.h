@@ -213,6 +213,10 @@ void kn_alg_allgather_ring_or_linear(kn_sched_t *s, const kn_grp_t *g, char *buf
  * communicator makes the segment, collectively (every member calls it, in
  * the same collective). */
 int kn_shmc_usable(knit_comm_t *c, size_t bytes);
+/* The segment a one-node communicator of p ranks gets, in bytes (0: none,
+ * by its size or the settings): the node's plan counts one of every rank. */
+struct kn_config;
+size_t kn_shmc_segment_bytes(const struct kn_config *cfg, int p);
 void kn_shmc_free(knit_comm_t *c);
 void kn_shmc_barrier(knit_comm_t *c);
 void kn_shmc_bcast(knit_comm_t *c, void *buf, size_t bytes, int root);

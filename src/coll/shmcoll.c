@@ -30,6 +30,10 @@
  * creates it (/dev/shm/knit-<jobid>-n<node>-coll<pid>.<k>), sends the name
  * over messages, the others map it, all agree it worked (else the
  * communicator keeps the message algorithms), and rank 0 unlinks it.
+ * Rank 0 charges its size to the node budget (util/shmfile.h: what
+ * KNIT_SHM_MAX leaves after the node segment and the offload queue, which
+ * always has room for one communicator of every rank of the node) and
+ * gives it back when the communicator is freed.
  */
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -86,6 +90,7 @@ struct kn_shmc {
     uint64_t all_left;    /* every left was at least this */
     void *scratch;        /* direct allreduce: two blocks of one part */
     size_t scratch_len;
+    size_t charged;       /* rank 0: bytes charged to the node budget */
 };
 
 /* knit_comm.shm_state while it has no segment (c->shm) */
@@ -106,6 +111,33 @@ static void seg_map(kn_shmc_t *m, void *base, size_t size, int p, size_t slot)
     m->data = (char *)(m->flags + p);
 }
 
+/* A communicator of p ranks: the slot size, and what parts go through
+ * the slots (small). */
+static size_t seg_slot(const struct kn_config *cfg, int p, size_t *small_out)
+{
+    size_t most = SHMC_BUDGET / SHMC_SETS / (size_t)p;
+    size_t small = KN_MIN(KN_MIN(cfg->coll_shm_max, SHMC_MAX_SLOT), most);
+    /* a slot holds at least the addresses of the direct forms, and a piece
+     * of the staged ones */
+    size_t slot = KN_MAX(KN_MAX(small, sizeof(direct_part_t)), KN_MIN(SHMC_PIECE, most));
+    if (small_out)
+        *small_out = small;
+    return KN_ALIGN_UP(slot, KN_CACHELINE);
+}
+
+static int seg_wanted(const struct kn_config *cfg)
+{
+    return cfg->coll_shm_max > 0 || cfg->coll_direct_min > 0 || cfg->coll_staged_max > 0 ||
+           cfg->coll_staged_pair_max > 0;
+}
+
+size_t kn_shmc_segment_bytes(const struct kn_config *cfg, int p)
+{
+    if (p < 2 || p > SHMC_MAX_RANKS || !seg_wanted(cfg))
+        return 0;
+    return seg_size(p, seg_slot(cfg, p, NULL));
+}
+
 /* Rank 0: a new segment, its name in name (empty on failure): a job's node
  * file (knitrun removes what a crash leaves), unique per creating process. */
 static void *seg_create(const knit_comm_t *c, char *name, size_t namelen, size_t size, int p, size_t slot)
@@ -114,7 +146,13 @@ static void *seg_create(const knit_comm_t *c, char *name, size_t namelen, size_t
     const kn_coll_t *coll = c->coll;
     snprintf(name, namelen, "/knit-%s-n%d-coll%d.%u", kn_coll_jobid(coll),
              kn_coll_node_of(coll, kn_coll_job_rank(coll)), (int)getpid(), made++);
-    int fd = kn_shm_file_create(name, size, 0);
+    if (kn_shm_budget_take(size) < 0) {
+        kn_info("collectives keep messages: a segment of %zu bytes would pass what KNIT_SHM_MAX leaves "
+                "the node's collectives", size);
+        name[0] = 0;
+        return NULL;
+    }
+    int fd = kn_shm_file_create(name, size, size, 0);
     void *base = fd < 0 ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         kn_info("collectives keep messages: segment %s of %zu bytes in /dev/shm: %m", name, size);
@@ -122,6 +160,7 @@ static void *seg_create(const knit_comm_t *c, char *name, size_t namelen, size_t
             close(fd);
             shm_unlink(name);
         }
+        kn_shm_budget_give(size);
         name[0] = 0;
         return NULL;
     }
@@ -172,12 +211,8 @@ static int every_peer(const knit_comm_t *c, int (*can)(kn_p2p_t *, int))
 static void setup(knit_comm_t *c)
 {
     int p = c->g.size, me = c->g.rank;
-    size_t most = SHMC_BUDGET / SHMC_SETS / (size_t)p;
-    size_t small = KN_MIN(KN_MIN(kn_cfg.coll_shm_max, SHMC_MAX_SLOT), most);
-    /* a slot holds at least the addresses of the direct forms, and a piece
-     * of the staged ones */
-    size_t slot = KN_MAX(KN_MAX(small, sizeof(direct_part_t)), KN_MIN(SHMC_PIECE, most));
-    slot = KN_ALIGN_UP(slot, KN_CACHELINE);
+    size_t small;
+    size_t slot = seg_slot(&kn_cfg, p, &small);
     size_t size = seg_size(p, slot);
     char name[128] = "";
     void *base = me == 0 ? seg_create(c, name, sizeof(name), size, p, slot) : NULL;
@@ -200,11 +235,14 @@ static void setup(knit_comm_t *c)
     if (st != KNIT_OK || !all_ok[0]) {
         if (base)
             munmap(base, size);
+        if (me == 0 && name[0])
+            kn_shm_budget_give(size);
         free(m);
         c->shm_state = SHMC_OFF;
         return;
     }
     seg_map(m, base, size, p, slot);
+    m->charged = me == 0 ? size : 0;
     m->small = small;
     m->piece = KN_MIN(slot, SHMC_PIECE);
     m->direct = all_ok[1];
@@ -224,9 +262,7 @@ static kn_shmc_t *segment(knit_comm_t *c)
         return c->shm;
     /* the same answer on every member: the communicator's shape, the
      * settings (alike everywhere), and the transports between its ranks */
-    if ((kn_cfg.coll_shm_max > 0 || kn_cfg.coll_direct_min > 0 || kn_cfg.coll_staged_max > 0 ||
-         kn_cfg.coll_staged_pair_max > 0) &&
-        c->nnodes == 1 && c->g.size > 1 &&
+    if (seg_wanted(&kn_cfg) && c->nnodes == 1 && c->g.size > 1 &&
         c->g.size <= SHMC_MAX_RANKS && every_peer(c, kn_p2p_can_wake))
         setup(c);
     else
@@ -257,6 +293,7 @@ void kn_shmc_free(knit_comm_t *c)
 {
     if (c->shm) {
         munmap(c->shm->base, c->shm->size);
+        kn_shm_budget_give(c->shm->charged);
         free(c->shm->scratch);
         free(c->shm);
         c->shm = NULL;

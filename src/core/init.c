@@ -10,6 +10,7 @@
 #include "boot/proto.h"
 #include "coll/coll.h"
 #include "core/ctx.h"
+#include "core/nodeshm.h"
 #include "p2p/p2p.h"
 #include "p2p/self.h"
 #include "net/net.h"
@@ -210,27 +211,45 @@ static knit_status_t transports_start(knit_ctx_t *ctx)
     knit_status_t st = kn_p2p_create(&pp, &ctx->p2p);
     if (st != KNIT_OK)
         return st;
-    kn_shm_params_t sp = {
-        .jobid = ctx->jobid, .node = ctx->node, .local_rank = ctx->local_rank,
-        .local_size = ctx->local_size, .first_rank = ctx->first_local, .cma_mode = kn_cfg.cma,
-        .ring_entries = (unsigned)kn_cfg.shm_ring, .buf_size = kn_cfg.shm_buffer, .coop_chunk = kn_cfg.coop_chunk,
-        .membarrier = kn_cfg.shm_membarrier,
-    };
+    /* every rank plans alike, and fails alike; local rank 0 says why, the
+     * others defer to its report (KNIT_ERR_PEER) */
+    kn_node_shm_t plan;
+    char why[600];
+    int agent = !kn_boot_is_singleton(ctx->boot) && kn_cfg.offload;
+    knit_status_t create_st = kn_node_shm_plan(&kn_cfg, ctx->local_size, agent, &plan, why, sizeof(why));
+    if (create_st != KNIT_OK) {
+        if (ctx->local_rank == 0) {
+            kn_error("%s", why);
+        } else {
+            kn_debug("%s", why);
+            create_st = KNIT_ERR_PEER;
+        }
+    }
+    kn_shm_params_t sp = plan.params;
+    sp.jobid = ctx->jobid;
+    sp.node = ctx->node;
+    sp.local_rank = ctx->local_rank;
+    sp.first_rank = ctx->first_local;
     int use_shm = ctx->local_size > 1 && !kn_cfg.net_only;
     int use_net = 0;
     for (int i = 0; i < ctx->size; i++)
         use_net |= kn_by_net(ctx, i);
-    knit_status_t create_st = KNIT_OK;
-    char key[64], why[512];
+    char key[64];
     snprintf(key, sizeof(key), "knit.shm.n%d", ctx->node);
-    if (use_shm && ctx->local_rank == 0) {
-        /* the node's other ranks learn why it failed (else they would each
-         * report the segment as missing): "" or the reason, before the fence */
-        kn_log_capture_t cap = kn_log_capture_begin(why, sizeof(why));
-        create_st = kn_shm_create(&sp);
-        kn_log_capture_end(cap);
-        if (create_st != KNIT_OK && !why[0])
-            snprintf(why, sizeof(why), "cannot create the node segment: %s", knit_strerror(create_st));
+    if (use_shm && ctx->local_rank == 0 && create_st == KNIT_OK) {
+        /* knitrun checked this host before it started us; another launcher
+         * did not.  The node's other ranks learn why it failed (else they
+         * would each report the segment as missing): "" or the reason,
+         * before the fence */
+        create_st = kn_node_shm_fits(&plan, 1, kn_node_shm_free(), why, sizeof(why));
+        if (create_st == KNIT_OK) {
+            why[0] = '\0';
+            kn_log_capture_t cap = kn_log_capture_begin(why, sizeof(why));
+            create_st = kn_shm_create(&sp);
+            kn_log_capture_end(cap);
+            if (create_st != KNIT_OK && !why[0])
+                snprintf(why, sizeof(why), "cannot create the node segment: %s", knit_strerror(create_st));
+        }
         if (create_st != KNIT_OK)
             kn_error("%s", why);
         st = kn_boot_put(ctx->boot, key, create_st == KNIT_OK ? "" : why,

@@ -196,6 +196,24 @@ const kn_config_entry_t *kn_config_find(const char *name)
     return NULL;
 }
 
+knit_status_t kn_config_apply(struct kn_config *cfg, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    char name[128], err[256];
+    if (!eq || strncmp(assignment, "KNIT_", 5) || (size_t)(eq - assignment) >= sizeof(name))
+        return KNIT_OK;
+    memcpy(name, assignment, (size_t)(eq - assignment));
+    name[eq - assignment] = '\0';
+    const kn_config_entry_t *e = kn_config_find(name);
+    if (!e)
+        return KNIT_OK;
+    if (kn_config_parse(e, eq + 1, (char *)cfg + e->offset, err, sizeof(err)) != KNIT_OK) {
+        kn_error("%s: %s", name, err);
+        return KNIT_ERR_INVAL;
+    }
+    return KNIT_OK;
+}
+
 static int is_reserved(const char *name, size_t len)
 {
     for (size_t i = 0; i < KN_ARRAY_SIZE(env_reserved); i++)

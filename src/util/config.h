@@ -68,6 +68,11 @@ void kn_config_format(const kn_config_entry_t *e, const struct kn_config *cfg,
 
 const kn_config_entry_t *kn_config_find(const char *name);
 
+/* Apply one "KNIT_NAME=value" to cfg (a copy of kn_cfg, say) when NAME is
+ * a tunable: KNIT_OK, also for anything else, or KNIT_ERR_INVAL (logged)
+ * for a bad value.  The value is not copied (STR tunables point into it). */
+knit_status_t kn_config_apply(struct kn_config *cfg, const char *assignment);
+
 /* Print every tunable: name, value in force, default, help. */
 void kn_config_print(FILE *f);
 /* Markdown reference (docs/tunables.md). */

@@ -47,6 +47,10 @@ run suite.n5 120 -n 5 "$PROG" suite 1m
 run suite.n6 120 -n 6 "$PROG" suite 256k
 run suite.n7 120 -n 7 "$PROG" suite 256k
 run suite.n8 120 -n 8 "$PROG" suite 1m
+# every packet through the ranks' inbound queues (no fast boxes), and
+# fast boxes too few for every pair of 8
+run suite.n7.queue_only 120 -n 7 -x KNIT_SHM_FASTBOXES=0 "$PROG" suite 256k
+run suite.n8.two_boxes 120 -n 8 -x KNIT_SHM_FASTBOXES=2 -x KNIT_SHM_FASTBOX_AFTER=0 "$PROG" suite 256k
 for n in 3 5 8; do
     run "sub.n$n" 120 -n $n "$PROG" sub 16k
 done
@@ -101,13 +105,14 @@ for cma in on off; do
     run_says "direct.cma_$cma.n3" "$want" "$KNITRUN" --timeout 60 -n 3 -x KNIT_CMA=$cma \
         -x KNIT_COLL_DIRECT_MIN=1 -x KNIT_LOG_LEVEL=info "$PROG" suite 16k
 done
-# no room in /dev/shm for the collectives' segment (a private 5 MiB tmpfs:
-# the transport's 4.1 MiB segment fits, 2 MiB of 64 KiB slots do not):
+# no room in /dev/shm for the collectives' segment (a private 2 MiB tmpfs:
+# the transport's 1.1 MiB at start and the agent's queue fit, 2 MiB of
+# 64 KiB slots do not, nor do fast boxes):
 # rank 0 says so and the communicator keeps messages
 if unshare -m true 2>/dev/null; then
     # shellcheck disable=SC2016
     run_says shm_full.n4 "collectives keep messages" \
-        unshare -m sh -c 'mount -t tmpfs -o size=5m tmpfs /dev/shm && exec "$@"' sh "$KNITRUN" --timeout 60 \
+        unshare -m sh -c 'mount -t tmpfs -o size=2m tmpfs /dev/shm && exec "$@"' sh "$KNITRUN" --timeout 60 \
         -n 4 -x KNIT_COLL_SHM_MAX=64k -x KNIT_LOG_LEVEL=info "$PROG" suite 64k
 else
     echo "SKIP coll.shm_full.n4: no mount namespace here"

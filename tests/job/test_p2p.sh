@@ -52,6 +52,17 @@ for mb in 1 0; do
     run "wakes.n3.membarrier_$mb" 120 -n 3 -x KNIT_WAIT=block -x KNIT_SPIN_COUNT=1 -x KNIT_YIELD_TIME=0 \
         -x KNIT_SHM_MEMBARRIER=$mb "$PROG" wakes 3000
 done
+# packets through the inbound queues only (no fast boxes), and through
+# fast boxes from the first packet on
+for q in "queue_only KNIT_SHM_FASTBOXES=0" "boxes_at_once KNIT_SHM_FASTBOX_AFTER=0"; do
+    set -- $q
+    run "sizes.n4.$1" 120 -n 4 -x "$2" "$PROG" sizes 1m
+    run "match.n4.$1" 60 -n 4 -x "$2" "$PROG" match
+    run "flood.n4.$1.small_queue" 120 -n 4 -x "$2" -x KNIT_SHM_QUEUE=4 -x KNIT_SHM_RING=4 -x KNIT_SHM_BUFFER=8k \
+        -x KNIT_EAGER_MAX=2k "$PROG" flood 3000
+    run "wakes.n3.$1" 120 -n 3 -x "$2" -x KNIT_WAIT=block -x KNIT_SPIN_COUNT=1 -x KNIT_YIELD_TIME=0 \
+        "$PROG" wakes 3000
+done
 # cross-memory attach forbidden (as by a container's seccomp profile):
 # one warning line, then the pipelined copy does the work
 NOCMA=$BUILD/tests/job/nocma

@@ -61,4 +61,25 @@ run "$KNITRUN" --hosts "$H1,nosuch$$" -n 2 true
 [ "$RC" -ne 0 ] && verdicts | grep -q "^knitrun: cannot start node 1 on host nosuch$$: the launch command exited with status" &&
     pass netns.bad_host || fail netns.bad_host "status $RC: $(head -c 300 "$ERR")"
 
+# --- hosts whose /dev/shm (a private 2 MiB tmpfs each) cannot hold what 8
+# ranks allocate at start: each proxy checks its host before it starts
+# anything there, and the job ends with one line
+if unshare -m true 2>/dev/null; then
+    cat > "$TMP/smallshm" <<'SH'
+#!/bin/sh
+host=$1; shift
+exec ip netns exec "$host" unshare -m sh -c 'mount -t tmpfs -o size=2m tmpfs /dev/shm && exec "$@"' sh "$@"
+SH
+    chmod +x "$TMP/smallshm"
+    rm -f "$TMP"/started.*
+    run env KNIT_LAUNCH="$TMP/smallshm {host}" "$KNITRUN" --hosts "$H1,$H2" -n 16 \
+        sh -c "touch $TMP/started.\$KNIT_RANK"
+    line="knitrun: node [01] on host ($H1|$H2): the job needs [0-9.]+ MiB of shared memory at start \(/dev/shm, 8 ranks; .*\), but /dev/shm has 2 MiB free: set KNIT_SHM_BUFFER=[0-9]+k or less, or free space in /dev/shm"
+    [ "$RC" -ne 0 ] && [ "$(verdicts | wc -l)" = 1 ] && verdicts | grep -Eqx "$line" &&
+        ! ls "$TMP"/started.* >/dev/null 2>&1 && pass netns.shm_refused_by_proxy ||
+        fail netns.shm_refused_by_proxy "status $RC: $(head -c 400 "$ERR")"
+else
+    echo "SKIP netns.shm_refused_by_proxy: no mount namespace here (unshare -m)"
+fi
+
 finish

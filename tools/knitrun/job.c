@@ -32,6 +32,7 @@
 
 #include "boot/boot.h"
 #include "boot/hostfile.h"
+#include "core/nodeshm.h"
 #include "knitrun.h"
 #include "util/config.h"
 #include "util/env.h"
@@ -335,6 +336,8 @@ void job_abort(kconn_t *c, int code, const char *msg)
     if (c->role == KN_BOOT_ROLE_RANK)
         fail(exit_code, "rank %d on node %d aborted (code %d): %s", c->id, J.ranks[c->id].node,
              code, msg);
+    else if (c->role == KN_BOOT_ROLE_PROXY)
+        fail(exit_code, "node %d on host %s: %s", c->id, J.nodes[c->id].host, msg);
     else
         fail(exit_code, "%s %d aborted (code %d): %s", store_role_name(c->role), c->id, code, msg);
 }
@@ -615,6 +618,40 @@ err:
     return -1;
 }
 
+/* Every node's shared memory against KNIT_SHM_MAX, and this host's
+ * /dev/shm against what its emulated nodes allocate at start (on hosts,
+ * each proxy checks its own before it starts anything): before any
+ * process starts or any file is made.  One line on refusal. */
+static int check_shm(void)
+{
+    char msg[700];
+    kn_node_shm_t *plans = calloc((size_t)J.nnodes, sizeof(*plans));
+    if (!plans) {
+        say("out of memory");
+        return -1;
+    }
+    /* the ranks' settings: ours and what -x adds */
+    struct kn_config cfg = kn_cfg;
+    int rc = 0;
+    for (size_t i = 0; i < J.o->exports.n && !rc; i++)
+        if (kn_config_apply(&cfg, J.o->exports.v[i]) != KNIT_OK) {
+            say("invalid -x %s (see above)", J.o->exports.v[i]);
+            rc = -1;
+        }
+    for (int n = 0; n < J.nnodes && !rc; n++) {
+        if (kn_node_shm_plan(&cfg, J.nodes[n].count, J.offload, &plans[n], msg, sizeof(msg)) != KNIT_OK) {
+            say("%s", msg);
+            rc = -1;
+        }
+    }
+    if (!rc && !J.hosts_mode && kn_node_shm_fits(plans, J.nnodes, kn_node_shm_free(), msg, sizeof(msg)) != KNIT_OK) {
+        say("%s", msg);
+        rc = -1;
+    }
+    free(plans);
+    return rc;
+}
+
 /* Where ranks and proxies find the store. */
 static int make_addrs(int port, int have_unix)
 {
@@ -833,6 +870,8 @@ int job_run(struct job_opts *o)
     J.offload = kn_cfg.offload && !o->no_offload;
     if (plan(o) < 0)
         return KNITRUN_EXIT_USAGE;
+    if (check_shm() < 0)
+        return 1;
     if (J.hosts_mode) {
         strv_t probe = {0};
         int ok = launch_argv(kn_cfg.launch, "x", &probe) == 0 && probe.n > 0;

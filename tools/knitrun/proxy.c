@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "boot/boot.h"
+#include "core/nodeshm.h"
 #include "knitrun.h"
 #include "util/config.h"
 #include "util/env.h"
@@ -208,6 +209,41 @@ static void start_daemons(int node, const strv_t *env)
     }
 }
 
+/* This host's /dev/shm against what the node's ranks allocate at start,
+ * planned with the job's KNIT_* settings (knitrun passed them): 0, or -1
+ * after telling knitrun why in one line (its ABORT) and reporting the
+ * ranks as failed, none of them started. */
+static int check_shm(const strv_t *env)
+{
+    int offload = 0;
+    struct kn_config cfg = kn_cfg;
+    knit_status_t st = KNIT_OK;
+    for (size_t i = 0; i < env->n; i++) {
+        if (!strncmp(env->v[i], "KNIT_OFFLOAD=", 13))
+            offload = !strcmp(env->v[i] + 13, "1");
+        if (kn_config_apply(&cfg, env->v[i]) != KNIT_OK)
+            st = KNIT_ERR_INVAL;
+    }
+    char msg[700];
+    kn_node_shm_t plan;
+    if (st == KNIT_OK)
+        st = kn_node_shm_plan(&cfg, P.count, offload, &plan, msg, sizeof(msg));
+    else
+        snprintf(msg, sizeof(msg), "invalid KNIT_* setting (see above)");
+    if (st == KNIT_OK)
+        st = kn_node_shm_fits(&plan, 1, kn_node_shm_free(), msg, sizeof(msg));
+    if (st == KNIT_OK)
+        return 0;
+    uint8_t code[4];
+    kn_boot_put32(code, 1);
+    kc_send(P.conn, KN_BOOT_ABORT, code, 4, msg, strlen(msg));
+    for (int i = 0; i < P.count; i++) {
+        P.ranks[i].id = P.first + i;
+        rank_exit(&P.ranks[i], 1 << 8);
+    }
+    return -1;
+}
+
 /* Split the JOB payload into env, cwd and argv (pointers into p). */
 static int parse_job(uint8_t *p, uint32_t len, strv_t *env, char **cwd, strv_t *argv)
 {
@@ -276,7 +312,10 @@ int proxy_main(void)
     P.ranks = calloc((size_t)P.count, sizeof(*P.ranks));
     if (!P.ranks)
         goto out;
-    start_daemons(node, &env);
+    if (check_shm(&env) < 0)
+        P.ending = 1; /* nothing runs; knitrun ends the job and closes the connection */
+    else
+        start_daemons(node, &env);
     for (int i = 0; i < P.count && !P.ending; i++) {
         kproc_t *p = &P.ranks[i];
         p->on_output = rank_output;

@@ -167,6 +167,10 @@ static int on_abort(kconn_t *c, const kn_boot_msg_t *m)
     for (uint32_t i = 0; i < m->len; i++)
         msg[i] = m->data[i] < 0x20 || m->data[i] == 0x7f ? ' ' : (char)m->data[i];
     msg[m->len] = '\0';
+    if (c->role == KN_BOOT_ROLE_PROXY) { /* a proxy refusing to start its ranks expects no answer */
+        job_abort(c, m->code, msg);
+        return 0;
+    }
     /* the answer first: stopping the job sends SIGTERM to this rank too */
     int rc = ack(c, KNIT_OK);
     job_abort(c, m->code, msg);
@@ -212,7 +216,7 @@ static int on_msg(kconn_t *c, const kn_boot_hdr_t *h, const uint8_t *p)
     case KN_BOOT_FENCE:
         return on_fence(c);
     case KN_BOOT_ABORT:
-        if (rank_like)
+        if (rank_like || c->role == KN_BOOT_ROLE_PROXY)
             return on_abort(c, &m);
         break;
     case KN_BOOT_FINALIZE:
