@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -176,11 +177,19 @@ static void ring_daemon(void)
  * daemon wakes us or until (a timer). */
 static void wait_daemon(const kn_sbx_end_t *e, uint64_t until, int local)
 {
-    uint64_t t0 = kn_time_ns();
-    while (kn_time_ns() - t0 < spin()) {
+    uint64_t t0 = kn_time_ns(), now;
+    while ((now = kn_time_ns()) - t0 < spin()) {
         if (kn_sbx_pending(e))
             return;
         kn_cpu_relax();
+    }
+    /* then give the cpu to whoever needs it, a while, before sleeping:
+     * waking from a sleep costs much more */
+    uint64_t y0 = now, yield = __atomic_load_n(&H.seg->yield_ns, __ATOMIC_RELAXED);
+    while (kn_time_ns() - y0 < yield && until > kn_time_ns()) {
+        if (kn_sbx_pending(e) || (local && !kn_list_empty(&H.selfq)))
+            return;
+        sched_yield();
     }
     uint32_t v = __atomic_load_n(&H.seg->host_wake, __ATOMIC_ACQUIRE);
     __atomic_store_n(&H.seg->host_sleeping, 1, __ATOMIC_RELAXED);

@@ -47,6 +47,8 @@ static struct {
     uint64_t load_seq;
     unsigned outstanding;
     unsigned spin_count;   /* polls before yielding, while waiting on the agent */
+    unsigned spin_crowded; /* the same once a module process may need a cpu */
+    uint64_t yield_ns;     /* and how long to yield before sleeping */
     knit_mreq_t *ops[OPS_TAB];
     kn_list_t modules;
     char last_error[KN_OFF_ERR_MAX + 64];
@@ -267,22 +269,36 @@ static int p2p_progress(void)
     return C.p.p2p ? kn_p2p_progress(C.p.p2p) : 0;
 }
 
-/* One round of waiting: progress; spin a little, then sleep. */
-static void wait_round(unsigned *spins)
+/* A wait on the agent: polls so far, and when it started yielding. */
+typedef struct wait_state {
+    unsigned spins;
+    uint64_t yield_since;
+} wait_t;
+
+/* One round of waiting, with the point-to-point engine's policy: progress;
+ * poll (where the node has a cpu for every rank and the agent), then yield
+ * for KNIT_YIELD_TIME, so that a process on this cpu the answer needs
+ * (the agent, its module process) runs at once, then sleep until the
+ * agent rings. */
+static void wait_round(wait_t *w)
 {
     if (drain())
         return;
     if (C.agent_dead)
         return;
     if (p2p_progress()) {
-        *spins = 0;
+        w->spins = 0;
+        w->yield_since = 0;
         return;
     }
-    if (++*spins < C.spin_count) {
+    if (++w->spins < (kn_list_empty(&C.modules) ? C.spin_count : C.spin_crowded)) {
         kn_cpu_relax();
         return;
     }
-    if (*spins < C.spin_count + 16) {
+    uint64_t now = kn_time_ns();
+    if (!w->yield_since)
+        w->yield_since = now;
+    if (now - w->yield_since < C.yield_ns) {
         sched_yield();
         return;
     }
@@ -291,13 +307,13 @@ static void wait_round(unsigned *spins)
 
 static knit_status_t submit(kn_off_sqe_t *e, int completes)
 {
-    unsigned spins = 0;
+    wait_t w = {0};
     while (completes && C.outstanding >= KN_OFF_ENTRIES) {
         if (C.agent_dead)
             return KNIT_ERR_PEER;
-        wait_round(&spins);
+        wait_round(&w);
     }
-    spins = 0;
+    unsigned spins = 0;
     for (;;) {
         uint32_t tail = C.slot->sq_tail;
         if (tail - __atomic_load_n(&C.slot->sq_head, __ATOMIC_ACQUIRE) < KN_OFF_ENTRIES) {
@@ -419,14 +435,14 @@ static int drain(void)
 /* Wait for op r (progressing host modules too). */
 static void wait_op(knit_mreq_t *r)
 {
-    unsigned spins = 0;
+    wait_t w = {0};
     while (!r->done) {
         if (C.agent_dead) {
             r->done = 1;
             r->status = KNIT_ERR_PEER;
             break;
         }
-        wait_round(&spins);
+        wait_round(&w);
     }
 }
 
@@ -435,17 +451,22 @@ static void wait_op(knit_mreq_t *r)
 knit_status_t kn_off_open(const kn_off_params_t *p)
 {
     C.p = *p;
-    /* A rank waiting on its agent polls first only where the node's ranks
-     * and the agent each have a cpu: elsewhere its polling takes the cpu
-     * that the agent (or the agent's module process) needs to answer, and
-     * a request waits for a time slice (2 ranks on 2 cpus: 170-200 us a
-     * request through a module process, against a few with yielding). */
-    C.spin_count = kn_cfg.spin_count > 0 ? (unsigned)kn_cfg.spin_count : 1;
+    /* A rank waiting on its agent polls first only where the node's ranks,
+     * the agent and (modules in processes of their own) a module process
+     * each have a cpu: elsewhere its polling takes the cpu that the agent
+     * or the module process needs to answer, and a request waits for a
+     * time slice (1 rank on 2 cpus with a module process: 140-170 us a
+     * request, against 6-8 with yielding).  spin_crowded applies once a
+     * module is loaded at the agent or the switch. */
+    C.spin_count = C.spin_crowded = kn_cfg.spin_count > 0 ? (unsigned)kn_cfg.spin_count : 1;
+    C.yield_ns = kn_cfg.yield_time;
     if (p->p2p) {
         kn_p2p_limits_t l;
         kn_p2p_get_limits(p->p2p, &l);
         if (l.host_procs + 1 > l.ncpus)
-            C.spin_count = 1;
+            C.spin_count = C.spin_crowded = 1;
+        if (kn_cfg.module_isolation == 0 && l.host_procs + 2 > l.ncpus)
+            C.spin_crowded = 1;
     }
     kn_list_init(&C.modules);
     C.node_first = calloc((size_t)p->nnodes + 1, sizeof(int));
@@ -869,7 +890,7 @@ knit_status_t knit_module_recv_wait(knit_module_t *m, void **buf, size_t *len)
 {
     if (!m)
         return KNIT_ERR_INVAL;
-    unsigned spins = 0;
+    wait_t w = {0};
     for (;;) {
         int done;
         knit_status_t st = knit_module_recv_test(m, &done, buf, len);
@@ -881,7 +902,7 @@ knit_status_t knit_module_recv_wait(knit_module_t *m, void **buf, size_t *len)
         }
         if (C.agent_dead)
             return KNIT_ERR_PEER;
-        wait_round(&spins);
+        wait_round(&w);
     }
 }
 

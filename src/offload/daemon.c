@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -573,6 +574,10 @@ int kn_d_run(void)
         }
         if (now - last < kn_dmn.spin && !kn_sbx_defer()) {
             kn_cpu_relax();
+            continue;
+        }
+        if (kn_sbx_defer() && now - last < kn_dmn.spin + kn_cfg.yield_time) {
+            sched_yield(); /* a module process needs a cpu to answer (sandbox.c) */
             continue;
         }
         if ((kn_dmn.hooks && kn_dmn.hooks->want_sleep && !kn_dmn.hooks->want_sleep()) || !kn_sbx_want_sleep()) {

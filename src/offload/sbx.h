@@ -105,10 +105,11 @@ typedef struct kn_sbx_seg {
     char name[KNIT_MOD_NAME_MAX];   /* the load's name (the descriptor's comes back) */
     char who[32];                   /* log prefix: "agent 0", "switch" */
     uint64_t spin_ns;               /* how long the idle host polls before it sleeps (kept up to date) */
+    uint64_t yield_ns;              /* then how long it yields the cpu before it sleeps */
     int32_t log_level;
     int32_t daemon_pid;
     uint32_t probe;                 /* only load and check the module, then exit */
-    uint32_t reserved0[7];
+    uint32_t reserved0[5];
     /* reported by the host */
     kn_sbx_fault_t fault;
     uint64_t done_calls;            /* calls from the call ring finished */
