@@ -78,10 +78,12 @@ $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIBKNIT_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIBKNIT_A) $(LIBS)
 
+# what a tool links beyond libknit: knitrun binds ranks through hwloc
+TOOL_LIBS_knitrun := -lhwloc
 define tool_dir_rule
 $(BUILD)/bin/$(notdir $(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(1)/*.c)) $(LIBKNIT_A)
 	@mkdir -p $$(@D)
-	$(Q)$(CC) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(LIBKNIT_A) $(LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(LIBKNIT_A) $(LIBS) $(TOOL_LIBS_$(notdir $(1)))
 endef
 $(foreach d,$(TOOL_DIRS),$(eval $(call tool_dir_rule,$(d))))
 

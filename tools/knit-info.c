@@ -11,6 +11,7 @@
 #include "net/net.h"
 #include "shm/shm.h"
 #include "util/config.h"
+#include "util/env.h"
 
 static void usage(FILE *f)
 {
@@ -29,15 +30,50 @@ static void show_size(const char *what, const char *name)
     printf("  %-34s %s (KNIT_%s)\n", what, buf, name);
 }
 
+/* The cpus of the host's job and of this process, and the binding knitrun
+ * gives ranks (docs/knitrun.md, "Binding"). */
+static void show_cpus(void)
+{
+    cpu_set_t set;
+    char list[256] = "?";
+    size_t o = 0;
+    int mine = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        mine = CPU_COUNT(&set);
+        for (int c = 0; c < CPU_SETSIZE && o + 16 < sizeof(list); c++) {
+            if (!CPU_ISSET(c, &set))
+                continue;
+            int e = c;
+            while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
+                e++;
+            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d", o ? "," : "", c);
+            if (e > c)
+                o += (size_t)snprintf(list + o, sizeof(list) - o, "-%d", e);
+            c = e;
+        }
+    }
+    int host = kn_env_host_cpus();
+    const char *procs = getenv(KN_ENV_HOST_PROCS);
+    printf("  %-34s %d%s\n", "cpus of the job on this host", host,
+           getenv(KN_ENV_HOST_CPUS) ? " (KNIT_HOST_CPUS, from the launcher)" : "");
+    printf("  %-34s %s%s\n", "this process runs on cpus", list, mine < host ? " (bound)" : "");
+    if (procs)
+        printf("  %-34s %s: %s\n", "ranks of the job on this host", procs,
+               atoi(procs) > host ? "oversubscribed (waits give the cpu away at once)"
+                                  : "not oversubscribed (waits spin, then yield, then sleep)");
+    char b[64], m[64];
+    kn_config_format(kn_config_find("BIND_TO"), &kn_cfg, b, sizeof(b));
+    kn_config_format(kn_config_find("MAP_BY"), &kn_cfg, m, sizeof(m));
+    printf("  %-34s bind to %s, map by %s (KNIT_BIND_TO, KNIT_MAP_BY)\n", "knitrun places ranks", b, m);
+}
+
 static void show_node(void)
 {
     char why[256];
     int cma = kn_shm_cma_probe(why, sizeof(why));
-    cpu_set_t set;
-    int ncpu = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
     printf("knit %s\n\n", KNIT_VERSION_STRING);
     printf("this node\n");
-    printf("  %-34s %d\n", "cores available", ncpu);
+    show_cpus();
     printf("  %-34s %s\n", "cross-memory attach", cma ? "yes" : why);
     printf("\nmechanisms within a node (shared memory)\n");
     printf("  %-34s payload inside the one-cache-line queue entry\n", "inline");

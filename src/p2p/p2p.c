@@ -47,6 +47,7 @@
 
 #include "util/compiler.h"
 #include "util/config.h"
+#include "util/env.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -1456,14 +1457,6 @@ knit_status_t kn_p2p_imrecv(struct kn_p2p *p2p, void *buf, size_t len, struct kn
 
 /* ------------------------------------------------------- create / destroy */
 
-static int count_cpus(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        return CPU_COUNT(&set);
-    return 1;
-}
-
 knit_status_t kn_p2p_create(const kn_p2p_params_t *p, struct kn_p2p **out)
 {
     struct kn_p2p *p2p = calloc(1, sizeof(*p2p));
@@ -1496,7 +1489,7 @@ knit_status_t kn_p2p_create(const kn_p2p_params_t *p, struct kn_p2p **out)
     l->cma_min = kn_cfg.cma_min;
     l->bulk_chunk = kn_cfg.bulk_chunk ? kn_cfg.bulk_chunk : 1;
     l->rndv_push = kn_cfg.rndv_push;
-    l->ncpus = count_cpus();
+    l->ncpus = kn_env_host_cpus();
     l->oversubscribed = 0;
     l->host_procs = 1;
     *out = p2p;

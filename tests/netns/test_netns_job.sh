@@ -30,6 +30,20 @@ ns2=$(ip netns exec "$H2" readlink /proc/self/ns/net)
 [ "$RC" -eq 0 ] && grep -qxF "[0] $ns1" "$OUT" && grep -qxF "[1] $ns2" "$OUT" &&
     pass netns.namespaces || fail netns.namespaces "status $RC: $(tr '\n' '|' <"$OUT")"
 
+# --- binding on hosts: each proxy binds its own ranks; proxies of the
+# job sharing a machine (these namespaces) take cores after each other,
+# so one rank per host lands on two different cores, not both on the first
+if [ "$(nproc)" -ge 2 ]; then
+    run "$KNITRUN" --report-bindings --hosts "$H1,$H2" -n 2 sh -c 'echo "$KNIT_RANK $KNIT_HOST_CPUS $(grep ^Cpus_allowed_list: /proc/self/status | cut -f2)"'
+    c0=$(awk '$1 == 0 {print $3}' "$OUT") c1=$(awk '$1 == 1 {print $3}' "$OUT")
+    [ "$RC" -eq 0 ] && [[ "$c0" =~ ^[0-9]+$ ]] && [[ "$c1" =~ ^[0-9]+$ ]] && [ "$c0" != "$c1" ] &&
+        [ "$(awk '{print $2}' "$OUT" | sort -u)" = "$(nproc)" ] &&
+        [ "$(grep -cE "^knitrun: rank [01] \(node [01]\) on ($H1|$H2): bound to core [0-9]+ \(cpu [0-9]+\)$" "$ERR")" = 2 ] &&
+        pass netns.bind || fail netns.bind "status $RC: $(tr '\n' '|' <"$OUT") $(tr '\n' '|' <"$ERR")"
+else
+    echo "SKIP netns.bind: one cpu"
+fi
+
 # --- put/get/fence across hosts, 8 ranks
 run "$KNITRUN" --hosts "$H1,$H2" -n 8 "$JOBBIN/boot_kv"
 [ "$RC" -eq 0 ] && [ "$(grep -c '^kv ok' "$OUT")" -eq 8 ] && pass netns.kv8 ||

@@ -80,6 +80,7 @@ static struct {
     int grace_phase;
     int offload, ndaemons;
     struct jdaemon *daemons;
+    kb_plan_t bind;      /* emulated nodes: where this host's ranks and daemons run */
 } J;
 
 static void finish(void);
@@ -416,6 +417,8 @@ static int node_env(int node, strv_t *e)
     bad |= strv_addf(e, "%s=%s", KN_ENV_BOOT_ADDR, J.addrs);
     bad |= strv_addf(e, "%s=%s", KN_ENV_HOSTNAME, J.hosts_mode ? nd->host : J.hostname);
     bad |= strv_addf(e, "KNIT_OFFLOAD=%d", J.offload);
+    if (!J.hosts_mode)
+        bad |= kb_env(&J.bind, e); /* the proxies add their host's */
     if (J.hosts_mode) {
         /* remote ranks do not inherit our environment: pass the tunables */
         extern char **environ;
@@ -747,6 +750,7 @@ static int start_daemons(void)
         d->proc.id = i;
         d->proc.on_output = daemon_output;
         d->proc.on_exit = daemon_exit;
+        d->proc.cpus = &J.bind.daemons;
         int rc = node_env(d->node >= 0 ? d->node : 0, &env) < 0 ? -1 : kp_spawn(&d->proc, argv, env.v, NULL, -1);
         strv_free(&env);
         if (rc < 0) {
@@ -776,6 +780,7 @@ static int start(void)
                 kproc_t *p = &J.ranks[r].proc;
                 p->on_output = local_output;
                 p->on_exit = local_exit;
+                p->cpus = kb_rank_cpus(&J.bind, r);
                 if (kp_spawn_rank(p, r, r - J.nodes[n].first, J.o->argv, env.v, NULL) < 0) {
                     strv_free(&env);
                     fail(1, "cannot start rank %d", r);
@@ -862,6 +867,7 @@ static void cleanup(void)
     free(J.nodes);
     free(J.addrs);
     free(J.node_sizes);
+    kb_free(&J.bind);
 }
 
 int job_run(struct job_opts *o)
@@ -872,6 +878,13 @@ int job_run(struct job_opts *o)
         return KNITRUN_EXIT_USAGE;
     if (check_shm() < 0)
         return 1;
+    if (!J.hosts_mode) {
+        char err[512];
+        if (kb_plan(&J.bind, &kn_cfg, 0, J.size, err, sizeof(err)) < 0) {
+            say("%s", err);
+            return KNITRUN_EXIT_USAGE;
+        }
+    }
     if (J.hosts_mode) {
         strv_t probe = {0};
         int ok = launch_argv(kn_cfg.launch, "x", &probe) == 0 && probe.n > 0;
@@ -912,6 +925,8 @@ int job_run(struct job_opts *o)
     if (o->timeout_s > 0)
         kl_timer_arm(&J.timeout_timer, (uint64_t)(o->timeout_s * 1e9));
 
+    if (!J.hosts_mode && kn_cfg.report_bindings)
+        kb_report(&J.bind, J.hostname, 0, job_node_of, J.offload);
     J.state = RUNNING;
     if (start() < 0)
         mark_unstarted();

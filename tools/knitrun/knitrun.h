@@ -8,6 +8,7 @@
 #ifndef KNITRUN_H
 #define KNITRUN_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -91,6 +92,7 @@ struct kproc {
     pid_t pgid;
     int id;          /* rank, or node for a launcher */
     struct kp_pipe out[2];
+    const cpu_set_t *cpus; /* bind to these before exec (NULL: inherit ours) */
     void (*on_output)(kproc_t *p, int stream, const char *buf, size_t n);
     void (*on_exit)(kproc_t *p, int wstatus);
     kn_list_t link;
@@ -115,6 +117,36 @@ void kp_signal_orphans(int sig);
 /* Read what is left in p's pipes and close them. */
 void kp_close_output(kproc_t *p);
 
+/* ---------------------------------------------------------------- bind.c */
+/* Where a host's ranks and daemons run (KNIT_BIND_TO, KNIT_MAP_BY). */
+typedef struct strv strv_t;
+typedef struct kb_plan {
+    int n;              /* ranks planned */
+    cpu_set_t *rank;    /* n sets, NULL when the ranks are not bound */
+    char **what;        /* n descriptions: "core 1 (cpu 1)" */
+    cpu_set_t daemons;  /* the cpus the ranks leave, else all of ours */
+    int host_cpus;      /* every cpu we may use: KNIT_HOST_CPUS */
+    char policy[128];   /* "auto: core (2 ranks on this host's 2 cores)" */
+} kb_plan_t;
+/* Plan n ranks taking the host's slots offset.. (0, or after the other
+ * proxies of the job on this machine) with cfg's KNIT_BIND_TO and
+ * KNIT_MAP_BY.  0, or -1 with a reason in err (an explicit binding this
+ * host cannot give; auto never fails). */
+struct kn_config;
+int kb_plan(kb_plan_t *p, const struct kn_config *cfg, int offset, int n, char *err, size_t errlen);
+/* The set rank i of the plan is bound to, NULL when not bound. */
+const cpu_set_t *kb_rank_cpus(const kb_plan_t *p, int i);
+/* KNIT_REPORT_BINDINGS: a line per rank and one for the daemons, on stderr. */
+void kb_report(const kb_plan_t *p, const char *host, int first_rank, int (*node_of)(int rank),
+               int daemons_here);
+/* KNIT_HOST_CPUS=... added to a process's environment. */
+int kb_env(const kb_plan_t *p, strv_t *env);
+void kb_free(kb_plan_t *p);
+/* The slots the job's proxies on this machine took before us (network
+ * namespaces share a machine; separate hosts each start at 0): n are
+ * taken, the offset before returned.  Kept in /dev/shm/knit-<jobid>-slots. */
+int kb_machine_offset(const char *jobid, int n);
+
 /* ---------------------------------------------------------------- output.c */
 typedef struct outbuf {
     char *buf;
@@ -137,10 +169,10 @@ void shm_clean_job(const char *jobid);
 void shm_clean_stale(void);
 
 /* ---------------------------------------------------------------- strv */
-typedef struct strv {
+struct strv {
     char **v;
     size_t n, cap;
-} strv_t;
+};
 int strv_add(strv_t *s, const char *str);
 int strv_addf(strv_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strv_free(strv_t *s);

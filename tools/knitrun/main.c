@@ -22,6 +22,12 @@ static const char usage_text[] =
     "  -x VAR, -x VAR=VAL   export VAR (as set here, or to VAL) to every rank\n"
     "  --tag-output         prefix every output line with [rank]\n"
     "  --no-offload         start no knit-agent / knit-switch (modules only at host placement)\n"
+    "  --bind-to WHAT       bind each rank to a hwthread, core, l2cache, l3cache, numa or socket,\n"
+    "                       or none; auto (default): a core each where a host's ranks fit on\n"
+    "                       its cores, none where they outnumber them (KNIT_BIND_TO)\n"
+    "  --map-by WHAT        place a host's ranks round robin over its cores (default),\n"
+    "                       hwthreads, l2caches, l3caches, numa nodes or sockets (KNIT_MAP_BY)\n"
+    "  --report-bindings    print where every rank and daemon runs (KNIT_REPORT_BINDINGS)\n"
     "  --timeout S          end the job after S seconds (exit status 124)\n"
     "  --oversubscribe      accepted for mpirun compatibility (ranks may exceed cores or slots)\n"
     "  -h, --help           this help\n"
@@ -138,6 +144,16 @@ int main(int argc, char **argv)
             o.tag_output = 1;
         } else if (OPT("--no-offload")) {
             o.no_offload = 1;
+        } else if (OPT("--bind-to") || OPT("--map-by")) {
+            NEED_VAL();
+            /* a tunable, so that proxies and knit-info see it too */
+            const kn_config_entry_t *e = kn_config_find(OPT("--bind-to") ? "BIND_TO" : "MAP_BY");
+            int v;
+            if (kn_parse_enum(e->choices, val, &v) != KNIT_OK)
+                return usage_error("%s %s: expected one of %s", name, val, e->choices);
+            setenv(OPT("--bind-to") ? "KNIT_BIND_TO" : "KNIT_MAP_BY", val, 1);
+        } else if (OPT("--report-bindings")) {
+            setenv("KNIT_REPORT_BINDINGS", "1", 1);
         } else if (OPT("--oversubscribe")) {
             /* nothing to do: knit never refuses more ranks than cores */
         } else if (OPT("--timeout")) {

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,7 +82,7 @@ void kp_close_output(kproc_t *p)
 
 /* In the child: never returns. */
 static void child(int parent, char *const argv[], char *const env[], const char *cwd,
-                  int in_fd, const int out_w[2])
+                  int in_fd, const int out_w[2], const cpu_set_t *cpus)
 {
     setpgid(0, 0);
     /* die with the parent; if it is already gone, do not run at all */
@@ -95,6 +96,9 @@ static void child(int parent, char *const argv[], char *const env[], const char 
     for (size_t i = 0; env && env[i]; i++)
         if (putenv(env[i]) != 0)
             _exit(127);
+    /* bound before exec: the program's first page is touched where it runs */
+    if (cpus && sched_setaffinity(0, sizeof(*cpus), cpus) < 0)
+        dprintf(2, "knitrun: cannot bind '%s' to its cpus: %m\n", argv[0]);
     if (cwd && chdir(cwd) < 0) {
         dprintf(2, "knitrun: cannot change to directory '%s': %m\n", cwd);
         _exit(127);
@@ -122,7 +126,7 @@ int kp_spawn(kproc_t *p, char *const argv[], char *const env[], const char *cwd,
     }
     if (pid == 0) {
         int w[2] = {pipes[0][1], pipes[1][1]};
-        child(parent, argv, env, cwd, stdin_fd, w);
+        child(parent, argv, env, cwd, stdin_fd, w, p->cpus);
     }
     /* also here, so that signalling the group never races the child's setpgid */
     if (setpgid(pid, pid) < 0 && errno != EACCES && errno != ESRCH)

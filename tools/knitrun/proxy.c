@@ -38,6 +38,9 @@ static struct {
     kl_timer_t give_up;
     kproc_t daemons[2];  /* this host's knit-agent, and the knit-switch on node 0's host */
     int ndaemons;
+    int node;
+    const char *host;
+    kb_plan_t bind;      /* where this host's ranks and daemons run */
 } P;
 
 /* One line from stdin, bounded in time and length. */
@@ -181,12 +184,6 @@ static void daemon_exit(kproc_t *p, int status)
  * them from beside this knitrun. */
 static void start_daemons(int node, const strv_t *env)
 {
-    int on = 0;
-    for (size_t i = 0; i < env->n; i++)
-        if (!strcmp(env->v[i], "KNIT_OFFLOAD=1"))
-            on = 1;
-    if (!on)
-        return;
     char dir[4096], path[4200];
     ssize_t l = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
     if (l <= 0)
@@ -202,6 +199,7 @@ static void start_daemons(int node, const strv_t *env)
         d->id = k;
         d->on_output = daemon_output;
         d->on_exit = daemon_exit;
+        d->cpus = &P.bind.daemons;
         if (kp_spawn(d, argv, env->v, NULL, -1) == 0)
             P.ndaemons++;
         else
@@ -209,31 +207,10 @@ static void start_daemons(int node, const strv_t *env)
     }
 }
 
-/* This host's /dev/shm against what the node's ranks allocate at start,
- * planned with the job's KNIT_* settings (knitrun passed them): 0, or -1
- * after telling knitrun why in one line (its ABORT) and reporting the
- * ranks as failed, none of them started. */
-static int check_shm(const strv_t *env)
+/* The job cannot start here: tell knitrun why in one line (its ABORT) and
+ * report the ranks as failed, none of them started. */
+static void refuse(const char *msg)
 {
-    int offload = 0;
-    struct kn_config cfg = kn_cfg;
-    knit_status_t st = KNIT_OK;
-    for (size_t i = 0; i < env->n; i++) {
-        if (!strncmp(env->v[i], "KNIT_OFFLOAD=", 13))
-            offload = !strcmp(env->v[i] + 13, "1");
-        if (kn_config_apply(&cfg, env->v[i]) != KNIT_OK)
-            st = KNIT_ERR_INVAL;
-    }
-    char msg[700];
-    kn_node_shm_t plan;
-    if (st == KNIT_OK)
-        st = kn_node_shm_plan(&cfg, P.count, offload, &plan, msg, sizeof(msg));
-    else
-        snprintf(msg, sizeof(msg), "invalid KNIT_* setting (see above)");
-    if (st == KNIT_OK)
-        st = kn_node_shm_fits(&plan, 1, kn_node_shm_free(), msg, sizeof(msg));
-    if (st == KNIT_OK)
-        return 0;
     uint8_t code[4];
     kn_boot_put32(code, 1);
     kc_send(P.conn, KN_BOOT_ABORT, code, 4, msg, strlen(msg));
@@ -241,7 +218,50 @@ static int check_shm(const strv_t *env)
         P.ranks[i].id = P.first + i;
         rank_exit(&P.ranks[i], 1 << 8);
     }
+}
+
+/* This host's /dev/shm against what the node's ranks allocate at start,
+ * planned with the job's KNIT_* settings (cfg: knitrun passed them): 0, or
+ * -1 after refusing the job. */
+static int check_shm(const struct kn_config *cfg, int cfg_ok, int offload)
+{
+    char msg[700];
+    kn_node_shm_t plan;
+    knit_status_t st = KNIT_ERR_INVAL;
+    if (cfg_ok)
+        st = kn_node_shm_plan(cfg, P.count, offload, &plan, msg, sizeof(msg));
+    else
+        snprintf(msg, sizeof(msg), "invalid KNIT_* setting (see above)");
+    if (st == KNIT_OK)
+        st = kn_node_shm_fits(&plan, 1, kn_node_shm_free(), msg, sizeof(msg));
+    if (st == KNIT_OK)
+        return 0;
+    refuse(msg);
     return -1;
+}
+
+static int proxy_node_of(int rank)
+{
+    (void)rank;
+    return P.node;
+}
+
+/* Where this host's ranks and daemons run (bind.c), after the job's
+ * proxies that share this machine: 0, or -1 after refusing the job. */
+static int place(const struct kn_config *cfg, strv_t *env, int offload)
+{
+    char err[512], msg[700];
+    int off = kb_machine_offset(P.jobid, P.count);
+    if (kb_plan(&P.bind, cfg, off, P.count, err, sizeof(err)) < 0) {
+        snprintf(msg, sizeof(msg), "node %d on host %s: %s", P.node, P.host, err);
+        refuse(msg);
+        return -1;
+    }
+    if (kb_env(&P.bind, env) < 0)
+        return -1;
+    if (cfg->report_bindings)
+        kb_report(&P.bind, P.host, P.first, proxy_node_of, offload);
+    return 0;
 }
 
 /* Split the JOB payload into env, cwd and argv (pointers into p). */
@@ -263,8 +283,10 @@ static int parse_job(uint8_t *p, uint32_t len, strv_t *env, char **cwd, strv_t *
             if (!strncmp(s, KN_ENV_JOBID, strlen(KN_ENV_JOBID)) && s[strlen(KN_ENV_JOBID)] == '=')
                 P.jobid = s + strlen(KN_ENV_JOBID) + 1;
             if (!strncmp(s, KN_ENV_HOSTNAME, strlen(KN_ENV_HOSTNAME)) &&
-                s[strlen(KN_ENV_HOSTNAME)] == '=')
-                kn_log_set_prefix("proxy %s", s + strlen(KN_ENV_HOSTNAME) + 1);
+                s[strlen(KN_ENV_HOSTNAME)] == '=') {
+                P.host = s + strlen(KN_ENV_HOSTNAME) + 1;
+                kn_log_set_prefix("proxy %s", P.host);
+            }
         } else if (i == j.nenv) {
             *cwd = (char *)s;
         } else if (strv_add(argv, s) < 0) {
@@ -285,6 +307,8 @@ int proxy_main(void)
         kn_error("no valid job line on stdin (this mode is started by knitrun only)");
         return 1;
     }
+    P.node = node;
+    P.host = "?";
     kn_boot_t *b;
     if (kn_boot_connect(addrs, cookie, KN_BOOT_ROLE_PROXY, node, &b) != KNIT_OK)
         return 1;
@@ -312,14 +336,24 @@ int proxy_main(void)
     P.ranks = calloc((size_t)P.count, sizeof(*P.ranks));
     if (!P.ranks)
         goto out;
-    if (check_shm(&env) < 0)
+    /* the job's KNIT_* settings (knitrun passed them) */
+    struct kn_config cfg = kn_cfg;
+    int cfg_ok = 1, offload = 0;
+    for (size_t i = 0; i < env.n; i++) {
+        if (!strncmp(env.v[i], "KNIT_OFFLOAD=", 13))
+            offload = !strcmp(env.v[i] + 13, "1");
+        if (kn_config_apply(&cfg, env.v[i]) != KNIT_OK)
+            cfg_ok = 0;
+    }
+    if (check_shm(&cfg, cfg_ok, offload) < 0 || place(&cfg, &env, offload) < 0)
         P.ending = 1; /* nothing runs; knitrun ends the job and closes the connection */
-    else
+    else if (offload)
         start_daemons(node, &env);
     for (int i = 0; i < P.count && !P.ending; i++) {
         kproc_t *p = &P.ranks[i];
         p->on_output = rank_output;
         p->on_exit = rank_exit;
+        p->cpus = kb_rank_cpus(&P.bind, i);
         if (kp_spawn_rank(p, P.first + i, i, argv.v, env.v, cwd) < 0) {
             /* report it as failed so that knitrun ends the job */
             p->id = P.first + i;
@@ -339,6 +373,7 @@ int proxy_main(void)
 out:
     if (P.jobid)
         shm_clean_job(P.jobid);
+    kb_free(&P.bind);
     free(P.ranks);
     free(job);
     strv_free(&env);
