@@ -1076,11 +1076,29 @@ static struct knit_message *match_unexpected(struct kn_p2p *p2p, int peer, int t
 
 /* --------------------------------------------------------------- progress */
 
+/* Work only our own progress can do (no transport would wake us for it):
+ * copies in the bulk list, pushes at the head of a pending queue. */
+static int local_work(struct kn_p2p *p2p)
+{
+    if (!kn_list_empty(&p2p->bulk))
+        return 1;
+    kn_list_t *pos;
+    kn_list_for_each(pos, &p2p->pending_peers) {
+        struct kn_peer *pe = kn_list_entry(pos, struct kn_peer, pending_link);
+        struct kn_pend *pd = kn_list_first(&pe->pending, struct kn_pend, link);
+        if (pd->req && pd->req->state == RS_PUSH)
+            return 1;
+    }
+    return 0;
+}
+
 int kn_p2p_progress(struct kn_p2p *p2p)
 {
-    int events = 0;
-    for (int i = 0; i < p2p->ntls; i++)
+    int events = 0, busy = local_work(p2p);
+    for (int i = 0; i < p2p->ntls; i++) {
+        p2p->tls[i]->busy = busy;
         events += p2p->tls[i]->ops->progress(p2p->tls[i]);
+    }
     if (!kn_list_empty(&p2p->pending_peers))
         events += flush_pending(p2p);
     if (!kn_list_empty(&p2p->bulk))
@@ -1098,21 +1116,6 @@ int kn_p2p_progress(struct kn_p2p *p2p)
  * core for yield_ns, then sleep in the transports (when there is no local
  * work that only this process can drive).
  */
-/* Work only our own progress can do (no transport would wake us for it):
- * copies in the bulk list, pushes at the head of a pending queue. */
-static int local_work(struct kn_p2p *p2p)
-{
-    if (!kn_list_empty(&p2p->bulk))
-        return 1;
-    kn_list_t *pos;
-    kn_list_for_each(pos, &p2p->pending_peers) {
-        struct kn_peer *pe = kn_list_entry(pos, struct kn_peer, pending_link);
-        struct kn_pend *pd = kn_list_first(&pe->pending, struct kn_pend, link);
-        if (pd->req && pd->req->state == RS_PUSH)
-            return 1;
-    }
-    return 0;
-}
 
 static int sleep_until(struct kn_p2p *p2p, const int *extra, int nextra, uint64_t timeout_ns,
                        int (*ready)(void *), void *arg)

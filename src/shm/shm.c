@@ -971,10 +971,16 @@ static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
 static int shm_progress(kn_tl_t *tl)
 {
     shm_tl_t *s = shm_of(tl);
-    int events = coop_help(s) + coop_reap(s);
+    int events = coop_reap(s);
     for (unsigned i = 0; i < s->n_ibox; i++)
         events += box_drain(s, &s->ibox[i]);
     events += queue_drain(s);
+    /* help a peer's copy only with nothing of our own to do (a packet may
+     * start a copy of ours): where both copy (opposite streams), helping
+     * each other only moves cache lines between the cores (2 ranks, 1 MiB
+     * both ways: 30 -> 36 GB/s) */
+    if (!events && !s->base.busy)
+        events += coop_help(s);
     return events;
 }
 
@@ -1173,7 +1179,10 @@ static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, ui
 {
     unsigned li = (unsigned)local_index(s, peer);
     pid_t pid = peer_pid(s, li);
-    if (!comp || !s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li] || s->coop_busy)
+    /* alone also when the peer is copying a block of its own: it would
+     * not help (opposite streams) */
+    if (!comp || !s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li] || s->coop_busy ||
+        atomic_load_explicit(&s->areas[li].coop.active, memory_order_relaxed))
         return cma_raw(pid, peer, local, len, raddr, write);
     coop_t *c = &s->areas[s->me].coop;
     uint32_t nchunks = (uint32_t)((len + s->coop_chunk - 1) / s->coop_chunk);
@@ -1195,19 +1204,27 @@ static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, ui
     atomic_fetch_add_explicit(&s->areas[li].help_pending, 1, memory_order_acq_rel);
     doorbell_ring(s, li); /* a sleeping peer wakes up and helps */
 
+    /* Claim from the front: a chunk at a time while the helper helps;
+     * after two chunks with none taken by the helper (busy with copies of
+     * its own, or asleep), twice as many each time: fewer, larger copies
+     * cost less per byte (1 MiB both ways between 2 ranks: 31 -> 38 GB/s). */
     knit_status_t st = KNIT_OK;
-    uint32_t mine = 0;
+    uint32_t mine = 0, want = 1;
     uint64_t cl = atomic_load_explicit(&c->claim, memory_order_acquire);
     while (COOP_FRONT(cl) < COOP_BACK(cl)) {
-        uint32_t idx = COOP_FRONT(cl);
-        if (!atomic_compare_exchange_weak_explicit(&c->claim, &cl, COOP_PACK(gen, idx + 1, COOP_BACK(cl)),
+        uint32_t idx = COOP_FRONT(cl), k = KN_MIN(want, COOP_BACK(cl) - idx);
+        if (!atomic_compare_exchange_weak_explicit(&c->claim, &cl, COOP_PACK(gen, idx + k, COOP_BACK(cl)),
                                                    memory_order_acq_rel, memory_order_acquire))
             continue;
-        uint64_t off = (uint64_t)idx * s->coop_chunk, n = KN_MIN(s->coop_chunk, len - off);
+        if (COOP_BACK(cl) == nchunks && mine + k >= 2)
+            want = KN_MIN(want * 2, 64u);
+        else if (COOP_BACK(cl) != nchunks)
+            want = 1;
+        uint64_t off = (uint64_t)idx * s->coop_chunk, n = KN_MIN((uint64_t)k * s->coop_chunk, len - off);
         knit_status_t r = cma_raw(pid, peer, (char *)local + off, n, raddr + off, write);
         if (r != KNIT_OK && st == KNIT_OK)
             st = r;
-        mine++;
+        mine += k;
         cl = atomic_load_explicit(&c->claim, memory_order_acquire);
     }
     /* every chunk is claimed: the helper's last ones complete later */

@@ -151,6 +151,9 @@ struct kn_tl {
                           * one packet */
     unsigned bulk_inflight; /* bulk copies worth keeping in flight per transfer */
     int pull_preferred;  /* get is cheaper than put: receives need no announcing */
+    int busy;            /* set by the engine before each progress: it has copies of
+                          * its own to make, so a transport's helping peers with
+                          * theirs would only slow both (shm's cooperative copies) */
     kn_tl_recv_cb_t recv_cb;
     void *cb_arg;
 };
