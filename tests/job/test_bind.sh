@@ -26,18 +26,27 @@ done
 [ "$RC" -eq 0 ] && [ $ok = 1 ] && pass bind.default.fit ||
     fail bind.default.fit "status $RC: $(tr '\n' '|' <"$OUT") $(head -c 300 "$ERR")"
 
-# --- default, ranks outnumber the cores: not bound
-run "$KNITRUN" -n $((NCPU + 1)) --nodes 2 sh -c "$SHOW"
-ok=1
-for ((r = 0; r <= NCPU; r++)); do [ "$(cpus_of $r)" = "$ALL" ] || ok=0; done
-[ "$RC" -eq 0 ] && [ $ok = 1 ] && pass bind.default.oversubscribed ||
-    fail bind.default.oversubscribed "status $RC: $(tr '\n' '|' <"$OUT")"
-
-# --- --bind-to core with more ranks than cores: around again, in order
-run "$KNITRUN" --bind-to core -n $((2 * NCPU)) sh -c "$SHOW"
+# --- default, up to twice as many ranks as cores: around again, in order
+run "$KNITRUN" -n $((2 * NCPU)) --nodes 2 sh -c "$SHOW"
 ok=1
 for ((r = 0; r < NCPU; r++)); do
     [[ "$(cpus_of $r)" =~ ^[0-9]+$ ]] && [ "$(cpus_of $r)" = "$(cpus_of $((r + NCPU)))" ] || ok=0
+done
+[ "$RC" -eq 0 ] && [ $ok = 1 ] && pass bind.default.twice ||
+    fail bind.default.twice "status $RC: $(tr '\n' '|' <"$OUT")"
+
+# --- default, more than twice: not bound
+run "$KNITRUN" -n $((2 * NCPU + 1)) --nodes 2 sh -c "$SHOW"
+ok=1
+for ((r = 0; r <= 2 * NCPU; r++)); do [ "$(cpus_of $r)" = "$ALL" ] || ok=0; done
+[ "$RC" -eq 0 ] && [ $ok = 1 ] && pass bind.default.oversubscribed ||
+    fail bind.default.oversubscribed "status $RC: $(tr '\n' '|' <"$OUT")"
+
+# --- --bind-to core with more ranks than that: around again, in order
+run "$KNITRUN" --bind-to core -n $((3 * NCPU)) sh -c "$SHOW"
+ok=1
+for ((r = 0; r < NCPU; r++)); do
+    [[ "$(cpus_of $r)" =~ ^[0-9]+$ ]] && [ "$(cpus_of $r)" = "$(cpus_of $((r + 2 * NCPU)))" ] || ok=0
 done
 [ "$RC" -eq 0 ] && [ $ok = 1 ] && pass bind.core.wrap ||
     fail bind.core.wrap "status $RC: $(tr '\n' '|' <"$OUT")"
