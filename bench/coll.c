@@ -14,7 +14,8 @@
  * Time: every rank runs the same number of back-to-back calls; its time per
  * call is its batch time / iterations; the value of a batch is the maximum
  * of that over the ranks (IMB's t_max, the usual definition); the median
- * over the batches is printed, in microseconds.  The iteration count is
+ * over the batches is printed, in microseconds.  --osu measures as the OSU
+ * micro-benchmarks do instead (see osu below).  The iteration count is
  * adapted per size (the slowest rank decides), after an untimed check and
  * a warm-up.
  *
@@ -43,38 +44,60 @@ struct run {
     char *in, *out; /* in: size x ranks (alltoall); out: size x ranks */
 };
 
-static double kernel(void *arg, long n)
+/* --osu: the method of the OSU micro-benchmarks: the root is always rank
+ * 0, every call is timed on its own with a barrier after it (untimed), a
+ * rank's latency is its mean over the calls, and the value of a batch is
+ * the mean of that over the ranks (OSU's "Avg Latency"); barriers are
+ * timed back to back, as osu_barrier does. */
+static int osu;
+
+static int root_of(const struct run *r, long i)
 {
-    struct run *r = arg;
-    double t0 = bp_time();
+    return osu ? 0 : (int)(i % r->nranks);
+}
+
+static void one_call(struct run *r, long i)
+{
     switch (r->op) {
     case BARRIER:
-        for (long i = 0; i < n; i++)
-            bp_barrier();
+        bp_barrier();
         break;
     case BCAST:
-        for (long i = 0; i < n; i++)
-            bp_bcast(r->out, r->size, (int)(i % r->nranks));
+        bp_bcast(r->out, r->size, root_of(r, i));
         break;
     case REDUCE:
-        for (long i = 0; i < n; i++)
-            bp_reduce((const double *)r->in, (double *)r->out, r->count, (int)(i % r->nranks));
+        bp_reduce((const double *)r->in, (double *)r->out, r->count, root_of(r, i));
         break;
     case ALLREDUCE:
-        for (long i = 0; i < n; i++)
-            bp_allreduce((const double *)r->in, (double *)r->out, r->count);
+        bp_allreduce((const double *)r->in, (double *)r->out, r->count);
         break;
     case ALLGATHER:
-        for (long i = 0; i < n; i++)
-            bp_allgather(r->in, r->out, r->size);
+        bp_allgather(r->in, r->out, r->size);
         break;
     case ALLTOALL:
-        for (long i = 0; i < n; i++)
-            bp_alltoall(r->in, r->out, r->size);
+        bp_alltoall(r->in, r->out, r->size);
         break;
     default:
         break;
     }
+}
+
+static double kernel(void *arg, long n)
+{
+    struct run *r = arg;
+    if (osu && r->op != BARRIER) {
+        double t = 0;
+        for (long i = 0; i < n; i++) {
+            double t0 = bp_time();
+            one_call(r, i);
+            t += bp_time() - t0;
+            bp_barrier();
+        }
+        return t;
+    }
+    double t0 = bp_time();
+    for (long i = 0; i < n; i++)
+        one_call(r, i);
     return bp_time() - t0;
 }
 
@@ -213,10 +236,12 @@ static void check_size(struct run *r)
 int main(int argc, char **argv)
 {
     int want[NOPS] = {0}, nwant = 0;
-    /* take --op out of argv; the common options are the rest */
+    /* take --op and --osu out of argv; the common options are the rest */
     int n = 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--op") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--osu")) {
+            osu = 1;
+        } else if (!strcmp(argv[i], "--op") && i + 1 < argc) {
             char *copy = strdup(argv[++i]), *save = NULL;
             for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 int k = 0;
@@ -246,7 +271,7 @@ int main(int argc, char **argv)
     bench_pair_t p;
     bp_init(&argc, &argv);
     bench_parse(argc, argv, "coll",
-                "collectives (--op barrier,bcast,reduce,allreduce,allgather,alltoall)", 0, &o);
+                "collectives (--op barrier,bcast,reduce,allreduce,allgather,alltoall; --osu: timed as the OSU benchmarks do)", 0, &o);
     bench_pair(&p);
     bench_header(&o, &p, "coll");
 
@@ -288,8 +313,8 @@ int main(int argc, char **argv)
                 prepare(&r, it, 0);
                 bp_barrier();
                 double t = kernel(&r, iters);
-                lat[b] = bench_max_all(t / (double)iters) * 1e6;
-                verify(&r, it, (int)((iters - 1) % r.nranks), "timed batch");
+                lat[b] = (osu ? bench_mean_all : bench_max_all)(t / (double)iters) * 1e6;
+                verify(&r, it, root_of(&r, iters - 1), "timed batch");
             }
             if (p.report)
                 bench_result(OPS[op], r.size, "latency", "us", lat, o.batches, iters);

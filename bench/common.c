@@ -272,17 +272,23 @@ long bench_agree_iters(const bench_opts_t *o, const bench_pair_t *p, bench_kerne
     return (long)ctl[1];
 }
 
-double bench_max_all(double v)
+/* Every rank's v combined at rank 0 (the maximum, or the mean), the
+ * result sent back to all. */
+static double combine_all(double v, int mean)
 {
     int rank = bp_rank(), size = bp_size();
     if (rank == 0) {
+        double sum = v;
         for (int r = 1; r < size; r++) {
             double x;
             if (bp_recv_len(&x, sizeof(x), r, TAG_CTRL) != sizeof(x))
                 bp_abort("bench: short control message");
+            sum += x;
             if (x > v)
                 v = x;
         }
+        if (mean)
+            v = sum / size;
         for (int r = 1; r < size; r++)
             bp_send(&v, sizeof(v), r, TAG_CTRL);
     } else {
@@ -291,6 +297,16 @@ double bench_max_all(double v)
             bp_abort("bench: short control message");
     }
     return v;
+}
+
+double bench_max_all(double v)
+{
+    return combine_all(v, 0);
+}
+
+double bench_mean_all(double v)
+{
+    return combine_all(v, 1);
 }
 
 long bench_agree_iters_all(const bench_opts_t *o, bench_kernel_t k, void *arg)

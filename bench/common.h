@@ -63,6 +63,8 @@ long bench_agree_iters_all(const bench_opts_t *o, bench_kernel_t k, void *arg);
 /* The maximum of v over all ranks, returned on every rank (point-to-point:
  * every rank sends to rank 0, which sends the maximum back). */
 double bench_max_all(double v);
+/* The mean of every rank's v, on every rank (OSU's average latency). */
+double bench_mean_all(double v);
 
 /* Makes the two partners start the next step together (a 0-byte exchange). */
 void bench_pair_sync(const bench_pair_t *p);
