@@ -11,6 +11,7 @@
 #include "net/net.h"
 #include "shm/shm.h"
 #include "util/config.h"
+#include "util/cpus.h"
 #include "util/env.h"
 
 static void usage(FILE *f)
@@ -36,23 +37,12 @@ static void show_cpus(void)
 {
     cpu_set_t set;
     char list[256] = "?";
-    size_t o = 0;
     int mine = 0;
     if (sched_getaffinity(0, sizeof(set), &set) == 0) {
         mine = CPU_COUNT(&set);
-        for (int c = 0; c < CPU_SETSIZE && o + 16 < sizeof(list); c++) {
-            if (!CPU_ISSET(c, &set))
-                continue;
-            int e = c;
-            while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
-                e++;
-            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d", o ? "," : "", c);
-            if (e > c)
-                o += (size_t)snprintf(list + o, sizeof(list) - o, "-%d", e);
-            c = e;
-        }
+        kn_cpus_format(&set, list, sizeof(list));
     }
-    int host = kn_env_host_cpus();
+    int host = kn_cpus_host();
     const char *procs = getenv(KN_ENV_HOST_PROCS);
     printf("  %-34s %d%s\n", "cpus of the job on this host", host,
            getenv(KN_ENV_HOST_CPUS) ? " (KNIT_HOST_CPUS, from the launcher)" : "");

@@ -46,7 +46,7 @@
 #include "offload/sbx.h"
 #include "util/compiler.h"
 #include "util/config.h"
-#include "util/env.h"
+#include "util/cpus.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -114,7 +114,7 @@ static int cpus = -1;  /* cpus this daemon may run on */
 static void set_spin(void)
 {
     if (cpus < 0)
-        cpus = kn_env_host_cpus();
+        cpus = kn_cpus_host();
     int ranks = kn_dmn.host_procs > 0 ? kn_dmn.host_procs : kn_dmn.g.local_size;
     int poll = kn_cfg.module_poll == 0 ? ranks + 1 + nlive <= cpus : kn_cfg.module_poll == 1;
     uint64_t spin = poll ? kn_dmn.spin : 0;

@@ -47,7 +47,7 @@
 
 #include "util/compiler.h"
 #include "util/config.h"
-#include "util/env.h"
+#include "util/cpus.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -1492,7 +1492,7 @@ knit_status_t kn_p2p_create(const kn_p2p_params_t *p, struct kn_p2p **out)
     l->cma_min = kn_cfg.cma_min;
     l->bulk_chunk = kn_cfg.bulk_chunk ? kn_cfg.bulk_chunk : 1;
     l->rndv_push = kn_cfg.rndv_push;
-    l->ncpus = kn_env_host_cpus();
+    l->ncpus = kn_cpus_host();
     l->oversubscribed = 0;
     l->host_procs = 1;
     *out = p2p;

@@ -7,8 +7,6 @@
 #ifndef KN_UTIL_ENV_H
 #define KN_UTIL_ENV_H
 
-#include <sched.h>
-#include <stdlib.h>
 
 #define KN_ENV_LIST(X)                                                     \
     X(RANK, "KNIT_RANK", "this process's rank in the job")                 \
@@ -23,26 +21,11 @@
     X(BOOT_ADDR, "KNIT_BOOT_ADDR", "bootstrap store addresses to try")     \
     X(HOSTNAME, "KNIT_HOSTNAME", "name of this rank's host in the job")    \
     X(HOST_PROCS, "KNIT_HOST_PROCS", "ranks of the job on this host (all emulated nodes together)") \
-    X(HOST_CPUS, "KNIT_HOST_CPUS", "cpus the job's processes on this host share (a bound rank's own affinity is smaller)")
+    X(HOST_CPUS, "KNIT_HOST_CPUS", "cpus the job's processes on this host share (a bound rank's own affinity is smaller)") \
+    X(UNBIND_CPUS, "KNIT_UNBIND_CPUS", "where knitrun's auto binding bound the ranks: the job's cpus on this host, which a rank widens to once the offload daemons work on a crowded host")
 
 #define KN_ENV_DECL(id, name, help) static const char KN_ENV_##id[] = name;
 KN_ENV_LIST(KN_ENV_DECL)
 #undef KN_ENV_DECL
-
-/* The cpus this host gives the job's processes together: KNIT_HOST_CPUS
- * where the launcher bound each rank to a part of them, else this
- * process's own affinity.  What a rank judges oversubscription by. */
-static inline int kn_env_host_cpus(void)
-{
-    const char *v = getenv(KN_ENV_HOST_CPUS);
-    if (v) {
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (end != v && !*end && n > 0 && n < 1 << 20)
-            return (int)n;
-    }
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-}
 
 #endif

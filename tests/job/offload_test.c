@@ -459,6 +459,19 @@ static void p2p_while_waiting(void)
     CHECK(knit_module_unload(m) == KNIT_OK, "unload");
 }
 
+/* This process's Cpus_allowed_list. */
+static void cpus_allowed(char *buf, size_t len)
+{
+    char line[256];
+    snprintf(buf, len, "?");
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Cpus_allowed_list: %127s", buf) == 1)
+            break;
+    if (f)
+        fclose(f);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -522,6 +535,16 @@ int main(int argc, char **argv)
             printf("token from agent 0 around every agent, then the switch (-1): %s\n", path);
         }
         CHECK(knit_module_unload(m) == KNIT_OK, "unload");
+    } else if (!strcmp(c, "affinity")) { /* knitrun's auto binding and busy daemons */
+        char before[128], host[128], after[128];
+        cpus_allowed(before, sizeof(before));
+        knit_module_t *h = load("echo", KNIT_MODULE_HOST);
+        cpus_allowed(host, sizeof(host));
+        knit_module_t *m = load("echo", KNIT_MODULE_AGENT);
+        cpus_allowed(after, sizeof(after));
+        printf("rank %d cpus %s, with a module at the host %s, at the agent %s\n", rank, before, host,
+               after);
+        CHECK(knit_module_unload(m) == KNIT_OK && knit_module_unload(h) == KNIT_OK, "unload");
     } else if (!strcmp(c, "garbage")) {
         garbage();
     } else if (!strcmp(c, "progress")) {

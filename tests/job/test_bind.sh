@@ -74,6 +74,22 @@ b=$(grep -cE '^  this process runs on cpus +[0-9]+ \(bound\)$' "$OUT")
 run "$KNITRUN" -n 2 "$JOBBIN/p2p_test" sizes
 expect_ok bind.runtime.p2p sizes
 
+# --- ranks bound by auto widen to the job's cpus once a module works at
+# the agent where the host then has more busy processes than cpus (a
+# module at the host changes nothing); an explicit binding stays
+if [ "$NCPU" -le 4 ]; then
+    run "$KNITRUN" -n "$NCPU" "$JOBBIN/offload_test" "$ROOT/$BUILD/modules" affinity
+    n=$(grep -cE "^rank [0-9]+ cpus [0-9]+, with a module at the host [0-9]+, at the agent $ALL$" "$OUT")
+    [ "$RC" -eq 0 ] && [ "$n" = "$NCPU" ] && pass bind.offload_widens ||
+        fail bind.offload_widens "status $RC: $(tr '\n' '|' <"$OUT") $(head -c 300 "$ERR")"
+    run "$KNITRUN" --bind-to core -n "$NCPU" "$JOBBIN/offload_test" "$ROOT/$BUILD/modules" affinity
+    n=$(grep -cE "^rank [0-9]+ cpus ([0-9]+), with a module at the host \1, at the agent \1$" "$OUT")
+    [ "$RC" -eq 0 ] && [ "$n" = "$NCPU" ] && pass bind.explicit_stays ||
+        fail bind.explicit_stays "status $RC: $(tr '\n' '|' <"$OUT") $(head -c 300 "$ERR")"
+else
+    echo "SKIP bind.offload_widens: $NCPU cpus leave the daemons room"
+fi
+
 # --- --report-bindings: the policy, a line per rank, the daemons
 run "$KNITRUN" --report-bindings -n 2 --nodes 2 true
 n=$(grep -cE '^knitrun: rank [01] \(node [01]\) on .*: bound to core [0-9]+ \(cpu [0-9]+\)$' "$ERR")

@@ -22,6 +22,9 @@
  * of 0.2 in one run of 8); with 4, two to a core is as fast or faster
  * than the scheduler's placement in every row and stable run to run
  * (8-byte ping-pong 0.75 us against 0.75-1.29); with 8, neither wins.
+ * Ranks bound so are told the job's cpus (KNIT_UNBIND_CPUS): once a
+ * module is loaded at the agent or the switch where the host then has
+ * more busy processes than cpus, they widen to them (util/cpus.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +38,7 @@
 
 #include "knitrun.h"
 #include "util/config.h"
+#include "util/cpus.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -124,8 +128,11 @@ int kb_plan(kb_plan_t *p, const struct kn_config *cfg, int offset, int n, char *
                  fit ? "core" : "none", offset + n, offset + n == 1 ? "" : "s", ncores,
                  ncores == 1 ? "" : "s");
         bind = fit ? 2 + LV_CORE : BIND_NONE;
-        if (fit)
+        if (fit) {
             map = LV_CORE;
+            /* p->daemons is every cpu of ours here */
+            kn_cpus_format(&p->daemons, p->unbind, sizeof(p->unbind));
+        }
     } else {
         if (bind == BIND_NONE)
             snprintf(p->policy, sizeof(p->policy), "none");
@@ -224,22 +231,6 @@ const cpu_set_t *kb_rank_cpus(const kb_plan_t *p, int i)
     return p->rank && i >= 0 && i < p->n ? &p->rank[i] : NULL;
 }
 
-static void cpus_text(const cpu_set_t *s, char *buf, size_t len)
-{
-    size_t o = 0;
-    buf[0] = '\0';
-    for (int c = 0; c < CPU_SETSIZE && o + 16 < len; c++) {
-        if (!CPU_ISSET(c, s))
-            continue;
-        int e = c;
-        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, s))
-            e++;
-        o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? "," : "", c);
-        if (e > c)
-            o += (size_t)snprintf(buf + o, len - o, "-%d", e);
-        c = e;
-    }
-}
 
 void kb_report(const kb_plan_t *p, const char *host, int first_rank, int (*node_of)(int rank),
                int daemons_here)
@@ -255,14 +246,17 @@ void kb_report(const kb_plan_t *p, const char *host, int first_rank, int (*node_
                     node_of(first_rank + i), host);
     }
     if (daemons_here) {
-        cpus_text(&p->daemons, cpus, sizeof(cpus));
+        kn_cpus_format(&p->daemons, cpus, sizeof(cpus));
         fprintf(stderr, "knitrun: daemons on %s: cpus %s\n", host, cpus);
     }
 }
 
 int kb_env(const kb_plan_t *p, strv_t *env)
 {
-    return strv_addf(env, "%s=%d", KN_ENV_HOST_CPUS, p->host_cpus);
+    int bad = strv_addf(env, "%s=%d", KN_ENV_HOST_CPUS, p->host_cpus) < 0;
+    if (p->rank && p->unbind[0])
+        bad |= strv_addf(env, "%s=%s", KN_ENV_UNBIND_CPUS, p->unbind) < 0;
+    return bad ? -1 : 0;
 }
 
 void kb_free(kb_plan_t *p)

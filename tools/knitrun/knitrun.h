@@ -127,6 +127,7 @@ typedef struct kb_plan {
     cpu_set_t daemons;  /* the cpus the ranks leave, else all of ours */
     int host_cpus;      /* every cpu we may use: KNIT_HOST_CPUS */
     char policy[128];   /* "auto: core (2 ranks on this host's 2 cores)" */
+    char unbind[256];   /* auto bound the ranks: every cpu of ours, "0-1" */
 } kb_plan_t;
 /* Plan n ranks taking the host's slots offset.. (0, or after the other
  * proxies of the job on this machine) with cfg's KNIT_BIND_TO and
@@ -139,7 +140,7 @@ const cpu_set_t *kb_rank_cpus(const kb_plan_t *p, int i);
 /* KNIT_REPORT_BINDINGS: a line per rank and one for the daemons, on stderr. */
 void kb_report(const kb_plan_t *p, const char *host, int first_rank, int (*node_of)(int rank),
                int daemons_here);
-/* KNIT_HOST_CPUS=... added to a process's environment. */
+/* KNIT_HOST_CPUS=... (and KNIT_UNBIND_CPUS=...) added to an environment. */
 int kb_env(const kb_plan_t *p, strv_t *env);
 void kb_free(kb_plan_t *p);
 /* The slots the job's proxies on this machine took before us (network

@@ -1,0 +1,29 @@
+/*
+ * Sets of cpus: how many this host gives the job, and their text form
+ * ("0-3,8"), the one knitrun's environment and knit-info use.
+ */
+#ifndef KN_UTIL_CPUS_H
+#define KN_UTIL_CPUS_H
+
+#include <sched.h>
+#include <stddef.h>
+
+/* The cpus this host gives the job's processes together: KNIT_HOST_CPUS
+ * where the launcher bound each rank to a part of them, else this
+ * process's own affinity.  What a rank judges oversubscription by. */
+int kn_cpus_host(void);
+
+/* "0-3,8" (ranges of consecutive cpus); "" for an empty set. */
+void kn_cpus_format(const cpu_set_t *s, char *buf, size_t len);
+
+/* The reverse: 0, or -1 for anything but a list of cpus and ranges. */
+int kn_cpus_parse(const char *text, cpu_set_t *out);
+
+/* Where knitrun's auto binding gave this rank part of the job's cpus and
+ * the host's processes outnumber its cpus once the offload daemons work
+ * (a module loaded at the agent or switch): widen this process to the
+ * job's cpus (KNIT_UNBIND_CPUS), so that the daemon answering it can run
+ * beside it instead of behind it.  Once; nothing when not bound so. */
+void kn_cpus_unbind_crowded(int host_procs, int busy_daemons);
+
+#endif
