@@ -26,14 +26,19 @@ done
 [ "$RC" -eq 0 ] && [ $ok = 1 ] && pass bind.default.fit ||
     fail bind.default.fit "status $RC: $(tr '\n' '|' <"$OUT") $(head -c 300 "$ERR")"
 
+# expect_wrap NAME K: ranks r and r + K (r < NCPU) are bound to the same
+# one cpu: placement went around the cores again, in order
+expect_wrap() {
+    local ok=1
+    for ((r = 0; r < NCPU; r++)); do
+        [[ "$(cpus_of $r)" =~ ^[0-9]+$ ]] && [ "$(cpus_of $r)" = "$(cpus_of $((r + $2)))" ] || ok=0
+    done
+    [ "$RC" -eq 0 ] && [ $ok = 1 ] && pass "$1" || fail "$1" "status $RC: $(tr '\n' '|' <"$OUT")"
+}
+
 # --- default, up to twice as many ranks as cores: around again, in order
 run "$KNITRUN" -n $((2 * NCPU)) --nodes 2 sh -c "$SHOW"
-ok=1
-for ((r = 0; r < NCPU; r++)); do
-    [[ "$(cpus_of $r)" =~ ^[0-9]+$ ]] && [ "$(cpus_of $r)" = "$(cpus_of $((r + NCPU)))" ] || ok=0
-done
-[ "$RC" -eq 0 ] && [ $ok = 1 ] && pass bind.default.twice ||
-    fail bind.default.twice "status $RC: $(tr '\n' '|' <"$OUT")"
+expect_wrap bind.default.twice "$NCPU"
 
 # --- default, more than twice: not bound
 run "$KNITRUN" -n $((2 * NCPU + 1)) --nodes 2 sh -c "$SHOW"
@@ -44,12 +49,7 @@ for ((r = 0; r <= 2 * NCPU; r++)); do [ "$(cpus_of $r)" = "$ALL" ] || ok=0; done
 
 # --- --bind-to core with more ranks than that: around again, in order
 run "$KNITRUN" --bind-to core -n $((3 * NCPU)) sh -c "$SHOW"
-ok=1
-for ((r = 0; r < NCPU; r++)); do
-    [[ "$(cpus_of $r)" =~ ^[0-9]+$ ]] && [ "$(cpus_of $r)" = "$(cpus_of $((r + 2 * NCPU)))" ] || ok=0
-done
-[ "$RC" -eq 0 ] && [ $ok = 1 ] && pass bind.core.wrap ||
-    fail bind.core.wrap "status $RC: $(tr '\n' '|' <"$OUT")"
+expect_wrap bind.core.wrap $((2 * NCPU))
 
 # --- --bind-to none, --bind-to socket (the whole package: all our cpus
 # on a one-socket host), --map-by socket
