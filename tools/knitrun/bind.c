@@ -51,6 +51,7 @@ static const hwloc_obj_type_t level_type[LV_N] = {HWLOC_OBJ_PU, HWLOC_OBJ_CORE, 
 #define BIND_AUTO 0
 #define BIND_NONE 1
 #define BIND_LEVEL(v) ((v)-2) /* KNIT_BIND_TO index -> level */
+#define BIND_TO(level) ((level) + 2) /* and back */
 /* KNIT_MAP_BY's choices in its own order */
 static const int map_level[] = {LV_CORE, LV_HWTHREAD, LV_L2, LV_L3, LV_NUMA, LV_SOCKET};
 
@@ -127,7 +128,7 @@ int kb_plan(kb_plan_t *p, const struct kn_config *cfg, int offset, int n, char *
         snprintf(p->policy, sizeof(p->policy), "auto: %s (%d rank%s on this host's %d core%s)",
                  fit ? "core" : "none", offset + n, offset + n == 1 ? "" : "s", ncores,
                  ncores == 1 ? "" : "s");
-        bind = fit ? 2 + LV_CORE : BIND_NONE;
+        bind = fit ? BIND_TO(LV_CORE) : BIND_NONE;
         if (fit) {
             map = LV_CORE;
             /* p->daemons is every cpu of ours here */
@@ -151,8 +152,9 @@ int kb_plan(kb_plan_t *p, const struct kn_config *cfg, int offset, int n, char *
         goto out;
     }
     if (!units.n || !ms.n || !bs.n) {
+        int none = !ms.n ? map : !bs.n ? blevel : ulevel;
         snprintf(err, errlen, "--%s %s: this host shows no %s to hwloc", !ms.n ? "map-by" : "bind-to",
-                 level_name[!ms.n ? map : !bs.n ? blevel : ulevel], level_name[!ms.n ? map : !bs.n ? blevel : ulevel]);
+                 level_name[!ms.n ? map : blevel], level_name[none]);
         goto out;
     }
     p->rank = calloc((size_t)n, sizeof(*p->rank));
