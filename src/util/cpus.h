@@ -20,7 +20,7 @@ void kn_cpus_format(const cpu_set_t *s, char *buf, size_t len);
 int kn_cpus_parse(const char *text, cpu_set_t *out);
 
 /* Where knitrun's auto binding gave this rank part of the job's cpus and
- * the host's processes outnumber its cpus once the offload daemons work
+ * the host's processes outnumber its cpus once busy_daemons more work
  * (a module loaded at the agent or switch): widen this process to the
  * job's cpus (KNIT_UNBIND_CPUS), so that the daemon answering it can run
  * beside it instead of behind it.  Once; nothing when not bound so. */

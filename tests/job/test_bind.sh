@@ -82,10 +82,16 @@ if [ "$NCPU" -le 4 ]; then
     n=$(grep -cE "^rank [0-9]+ cpus [0-9]+, with a module at the host [0-9]+, at the agent $ALL$" "$OUT")
     [ "$RC" -eq 0 ] && [ "$n" = "$NCPU" ] && pass bind.offload_widens ||
         fail bind.offload_widens "status $RC: $(tr '\n' '|' <"$OUT") $(head -c 300 "$ERR")"
-    run "$KNITRUN" --bind-to core -n "$NCPU" "$JOBBIN/offload_test" "$ROOT/$BUILD/modules" affinity
-    n=$(grep -cE "^rank [0-9]+ cpus ([0-9]+), with a module at the host \1, at the agent \1$" "$OUT")
-    [ "$RC" -eq 0 ] && [ "$n" = "$NCPU" ] && pass bind.explicit_stays ||
-        fail bind.explicit_stays "status $RC: $(tr '\n' '|' <"$OUT") $(head -c 300 "$ERR")"
+    # stays_bound NAME command...: every rank keeps its one cpu throughout
+    stays_bound() {
+        local name=$1; shift
+        run "$@" -n "$NCPU" "$JOBBIN/offload_test" "$ROOT/$BUILD/modules" affinity
+        n=$(grep -cE "^rank [0-9]+ cpus ([0-9]+), with a module at the host \1, at the agent \1$" "$OUT")
+        [ "$RC" -eq 0 ] && [ "$n" = "$NCPU" ] && pass "$name" ||
+            fail "$name" "status $RC: $(tr '\n' '|' <"$OUT") $(head -c 300 "$ERR")"
+    }
+    stays_bound bind.explicit_stays "$KNITRUN" --bind-to core
+    stays_bound bind.inprocess_stays env KNIT_MODULE_ISOLATION=inprocess "$KNITRUN"
 else
     echo "SKIP bind.offload_widens: $NCPU cpus leave the daemons room"
 fi
