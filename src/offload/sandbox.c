@@ -96,7 +96,7 @@ struct kn_sbx {
 
 static kn_list_t hosts = {&hosts, &hosts};
 static int nlive;      /* hosts started and not reaped */
-static int cpus = -1;  /* cpus this daemon may run on */
+static int cpus = -1;  /* cpus of the job on this host (util/cpus.h) */
 
 /*
  * Spinning.  An idle host polls its call ring for KNIT_AGENT_SPIN, as its

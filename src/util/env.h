@@ -7,7 +7,6 @@
 #ifndef KN_UTIL_ENV_H
 #define KN_UTIL_ENV_H
 
-
 #define KN_ENV_LIST(X)                                                     \
     X(RANK, "KNIT_RANK", "this process's rank in the job")                 \
     X(SIZE, "KNIT_SIZE", "number of ranks in the job")                     \

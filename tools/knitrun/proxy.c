@@ -257,8 +257,10 @@ static int place(const struct kn_config *cfg, strv_t *env, int offload)
         refuse(msg);
         return -1;
     }
-    if (kb_env(&P.bind, env) < 0)
+    if (kb_env(&P.bind, env) < 0) {
+        refuse("proxy: out of memory");
         return -1;
+    }
     if (cfg->report_bindings)
         kb_report(&P.bind, P.host, P.first, proxy_node_of, offload);
     return 0;
@@ -338,16 +340,13 @@ int proxy_main(void)
         goto out;
     /* the job's KNIT_* settings (knitrun passed them) */
     struct kn_config cfg = kn_cfg;
-    int cfg_ok = 1, offload = 0;
-    for (size_t i = 0; i < env.n; i++) {
-        if (!strncmp(env.v[i], "KNIT_OFFLOAD=", 13))
-            offload = !strcmp(env.v[i] + 13, "1");
+    int cfg_ok = 1;
+    for (size_t i = 0; i < env.n; i++)
         if (kn_config_apply(&cfg, env.v[i]) != KNIT_OK)
             cfg_ok = 0;
-    }
-    if (check_shm(&cfg, cfg_ok, offload) < 0 || place(&cfg, &env, offload) < 0)
+    if (check_shm(&cfg, cfg_ok, cfg.offload) < 0 || place(&cfg, &env, cfg.offload) < 0)
         P.ending = 1; /* nothing runs; knitrun ends the job and closes the connection */
-    else if (offload)
+    else if (cfg.offload)
         start_daemons(node, &env);
     for (int i = 0; i < P.count && !P.ending; i++) {
         kproc_t *p = &P.ranks[i];
