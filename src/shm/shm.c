@@ -81,6 +81,7 @@
  * complete in memory before the sleeper re-checks or sees "sleeping".
  */
 #include "shm/shm.h"
+#include "shm/peerheap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +100,7 @@
 #include <unistd.h>
 
 #include "util/compiler.h"
+#include "util/heap.h"
 #include "util/log.h"
 #include "util/shmfile.h"
 #include "util/time.h"
@@ -170,6 +172,9 @@ typedef struct rank_area {
     _Alignas(KN_CACHELINE) _Atomic int32_t pid;
     uint32_t membarrier;        /* registered for global expedited membarrier */
     uint64_t probe_addr;        /* address of a word holding PROBE_VALUE */
+    uint64_t heap_base;         /* its shared heap (util/heap.h); size 0: none */
+    uint64_t heap_size;
+    int32_t heap_fd;            /* the heap's memfd, in its process */
     _Alignas(KN_CACHELINE) _Atomic uint32_t sleeping;
     _Atomic uint32_t rung;         /* a wake-up byte is on its way */
     _Atomic uint32_t help_pending; /* peers asking this rank to help copy */
@@ -275,6 +280,7 @@ typedef struct shm_tl {
     unsigned n_obox, n_ibox;
     int no_boxes;          /* the pool is empty, or /dev/shm could not take one */
     unsigned char *rma_ok; /* [n] */
+    kn_peer_heap_t *heaps; /* [n] peers' shared heaps, mapped on first use */
     size_t coop_chunk;     /* 0: no cooperative copies */
     kn_tl_comp_t *coop_comp; /* a cooperative copy whose helper still copies (NULL: none) */
     uint32_t coop_theirs;  /* chunks the helper took */
@@ -1065,9 +1071,41 @@ static unsigned shm_caps(kn_tl_t *tl, int peer)
 
 /* ------------------------------------------------------------ bulk copies */
 
-/* One full copy by cross-memory attach (the kernel may stop short). */
-static knit_status_t cma_raw(pid_t pid, int peer, void *local, size_t len, uint64_t raddr, int write)
+static inline pid_t peer_pid(shm_tl_t *s, unsigned li)
 {
+    return atomic_load_explicit(&s->areas[li].pid, memory_order_relaxed);
+}
+
+/* Where the peer's block lies in our mapping of its shared heap, mapping
+ * the heap on first use; NULL: cross-memory attach. */
+static char *heap_at(shm_tl_t *s, unsigned li, uint64_t raddr, size_t len)
+{
+    kn_peer_heap_t *h = &s->heaps[li];
+    if (kn_likely(h->state > 0))
+        return kn_peer_heap_at(h, raddr, len);
+    const rank_area_t *a = &s->areas[li];
+    if (h->state < 0 || raddr - a->heap_base >= a->heap_size)
+        return NULL;
+    kn_peer_heap_map(h, peer_pid(s, li), a->heap_fd, a->heap_base, a->heap_size);
+    return kn_peer_heap_at(h, raddr, len);
+}
+
+/* One full copy of a block of local peer li: a memcpy where both blocks
+ * are in shared heaps (ours too: memory we can trust not to fault, where
+ * the kernel's copy would report a bad buffer as EFAULT), else
+ * cross-memory attach (the kernel may stop short). */
+static knit_status_t cma_raw(shm_tl_t *s, unsigned li, void *local, size_t len, uint64_t raddr, int write)
+{
+    char *mapped = kn_heap_holds(local, len) ? heap_at(s, li, raddr, len) : NULL;
+    if (mapped) {
+        if (write)
+            memcpy(mapped, local, len);
+        else
+            memcpy(local, mapped, len);
+        return KNIT_OK;
+    }
+    pid_t pid = peer_pid(s, li);
+    int peer = s->p.first_rank + (int)li;
     size_t done = 0;
     while (done < len) {
         struct iovec l = {(char *)local + done, len - done};
@@ -1083,11 +1121,6 @@ static knit_status_t cma_raw(pid_t pid, int peer, void *local, size_t len, uint6
         done += (size_t)n;
     }
     return KNIT_OK;
-}
-
-static inline pid_t peer_pid(shm_tl_t *s, unsigned li)
-{
-    return atomic_load_explicit(&s->areas[li].pid, memory_order_relaxed);
 }
 
 /* Help the peers whose bits are in our help map: take chunks of their
@@ -1121,8 +1154,7 @@ static int coop_help(shm_tl_t *s)
                     continue;
                 uint64_t off = (uint64_t)idx * chunk, n = KN_MIN(chunk, len - off);
                 /* the mirror of the initiator's direction */
-                knit_status_t st = cma_raw(peer_pid(s, li), s->p.first_rank + (int)li,
-                                           (void *)(uintptr_t)(help_addr + off), n, init_addr + off, !write);
+                knit_status_t st = cma_raw(s, li, (void *)(uintptr_t)(help_addr + off), n, init_addr + off, !write);
                 if (st != KNIT_OK)
                     atomic_store_explicit(&c->error, st == KNIT_ERR_FAULT ? EFAULT : EIO, memory_order_relaxed);
                 atomic_fetch_add_explicit(&c->helper_done, 1, memory_order_release);
@@ -1178,16 +1210,15 @@ static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, ui
                               kn_tl_comp_t *comp)
 {
     unsigned li = (unsigned)local_index(s, peer);
-    pid_t pid = peer_pid(s, li);
     /* alone also when the peer is copying a block of its own: it would
      * not help (opposite streams) */
     if (!comp || !s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li] || s->coop_busy ||
         atomic_load_explicit(&s->areas[li].coop.active, memory_order_relaxed))
-        return cma_raw(pid, peer, local, len, raddr, write);
+        return cma_raw(s, li, local, len, raddr, write);
     coop_t *c = &s->areas[s->me].coop;
     uint32_t nchunks = (uint32_t)((len + s->coop_chunk - 1) / s->coop_chunk);
     if (nchunks >= (1u << 24))
-        return cma_raw(pid, peer, local, len, raddr, write);
+        return cma_raw(s, li, local, len, raddr, write);
     uint16_t gen = ++s->coop_gen ? s->coop_gen : ++s->coop_gen; /* never 0 */
     s->coop_busy = 1;
     c->init_addr = (uint64_t)(uintptr_t)local;
@@ -1221,7 +1252,7 @@ static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, ui
         else if (COOP_BACK(cl) != nchunks)
             want = 1;
         uint64_t off = (uint64_t)idx * s->coop_chunk, n = KN_MIN((uint64_t)k * s->coop_chunk, len - off);
-        knit_status_t r = cma_raw(pid, peer, (char *)local + off, n, raddr + off, write);
+        knit_status_t r = cma_raw(s, li, (char *)local + off, n, raddr + off, write);
         if (r != KNIT_OK && st == KNIT_OK)
             st = r;
         mine += k;
@@ -1269,6 +1300,9 @@ static void shm_free(shm_tl_t *s)
     free(s->chunk_start);
     free(s->chunk_end);
     free(s->rma_ok);
+    for (unsigned li = 0; s->heaps && li < s->n; li++)
+        kn_peer_heap_unmap(&s->heaps[li]);
+    free(s->heaps);
     free(s);
 }
 
@@ -1402,7 +1436,9 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
     s->obox = calloc(p->fbox_max ? p->fbox_max : 1, sizeof(box_local_t));
     s->ibox = calloc(p->fbox_max ? p->fbox_max : 1, sizeof(box_local_t));
     s->rma_ok = calloc(s->n, 1);
-    if (!s->chunk_start || !s->chunk_end || !s->out || !s->blocked_list || !s->obox || !s->ibox || !s->rma_ok) {
+    s->heaps = calloc(s->n, sizeof(kn_peer_heap_t));
+    if (!s->chunk_start || !s->chunk_end || !s->out || !s->blocked_list || !s->obox || !s->ibox || !s->rma_ok ||
+        !s->heaps) {
         munmap(seg, L.size);
         shm_free(s);
         return KNIT_ERR_NOMEM;
@@ -1417,6 +1453,9 @@ knit_status_t kn_shm_attach(const kn_shm_params_t *p, kn_tl_recv_cb_t cb, void *
         kn_shm_budget_attach(&h->budget_used, h->budget_limit);
     rank_area_t *me = &s->areas[s->me];
     me->probe_addr = (uint64_t)(uintptr_t)&probe_word;
+    int heap_fd;
+    kn_heap_export(&me->heap_base, &me->heap_size, &heap_fd);
+    me->heap_fd = heap_fd;
     me->membarrier = p->membarrier && membarrier_register();
     atomic_store_explicit(&me->pid, (int32_t)getpid(), memory_order_release);
     s->base.ops = &shm_ops;
@@ -1476,7 +1515,8 @@ knit_status_t kn_shm_ready(kn_tl_t *tl)
         }
     }
     if (!failures) {
-        snprintf(s->mech, sizeof(s->mech), "cross-memory attach (process_vm_readv/writev)");
+        snprintf(s->mech, sizeof(s->mech), "cross-memory attach (process_vm_readv/writev)%s",
+                 s->areas[s->me].heap_size ? "; blocks in the shared heap by memcpy (KNIT_HEAP)" : "");
         return KNIT_OK;
     }
     snprintf(s->mech, sizeof(s->mech), "pipelined copy (cross-memory attach failed: %s)",

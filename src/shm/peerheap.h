@@ -1,0 +1,35 @@
+/*
+ * A local peer's shared heap (util/heap.h), mapped here: a copy from or to
+ * a block of the peer's large allocations is a memcpy through this mapping
+ * instead of cross-memory attach.  The peer publishes its range and its
+ * memfd's number; the first copy that touches the range takes the file
+ * (pidfd_getfd: the same ptrace permission as process_vm_readv) and maps
+ * it whole.  A failure leaves the peer to cross-memory attach for good.
+ */
+#ifndef KN_SHM_PEERHEAP_H
+#define KN_SHM_PEERHEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct kn_peer_heap {
+    char *map;     /* our mapping of the peer's heap; NULL: none */
+    uint64_t base; /* the range in the peer's address space */
+    uint64_t size;
+    int state;     /* 0 not tried yet, 1 mapped, -1 failed (cross-memory attach) */
+} kn_peer_heap_t;
+
+/* Map the peer's heap (pid, its memfd's number, its range); 1 on success. */
+int kn_peer_heap_map(kn_peer_heap_t *h, pid_t pid, int fd, uint64_t base, uint64_t size);
+void kn_peer_heap_unmap(kn_peer_heap_t *h);
+
+/* Where [raddr, raddr + len) of the peer lies in our mapping; NULL: not
+ * (wholly) in its heap, or not mapped. */
+static inline char *kn_peer_heap_at(const kn_peer_heap_t *h, uint64_t raddr, size_t len)
+{
+    uint64_t off = raddr - h->base;
+    return h->map && off < h->size && len <= h->size - off ? h->map + off : NULL;
+}
+
+#endif
