@@ -8,6 +8,9 @@
  *                 while (a pool much larger than the last-level cache)
  *   cma_read      process_vm_readv bandwidth: a parent reads a child's buffer
  *   cma_write     process_vm_writev bandwidth: a parent writes a child's buffer
+ *   map_read      memcpy from a child's buffer that both map (a memfd, as
+ *                 knit's shared heap): the ceiling of a pull between two
+ *                 blocks of the shared heaps
  *   cma_alltoallP an alltoall of 1 MiB blocks among P processes (2, 4, 8)
  *                 made of nothing but kernel copies: each reads its block
  *                 from every other with process_vm_readv, unsynchronized;
@@ -672,10 +675,75 @@ static void bench_tcp_bw(void)
 
 /* ------------------------------------------------------------ main */
 
+/* A child fills a memfd both map; the parent copies out of its mapping. */
+static void bench_map_read(void)
+{
+    if (!wanted("map_read"))
+        return;
+    size_t maxsz = bw_sizes[NBW - 1];
+    int fd = memfd_create("limits", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)maxsz) < 0) {
+        unavailable("map_read", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    char *remote = mmap(NULL, maxsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (remote == MAP_FAILED)
+        die("mmap");
+    int go[2], ready[2];
+    if (pipe(go) || pipe(ready))
+        die("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(go[1]);
+        close(ready[0]);
+        pin_to(1);
+        memset(remote, 0x33, maxsz); /* the child's writes populate the file */
+        char c = 1;
+        if (write(ready[1], &c, 1) != 1)
+            _exit(1);
+        while (read(go[0], &c, 1) == 1)
+            ;
+        _exit(0);
+    }
+    close(go[0]);
+    close(ready[1]);
+    pin_to(0);
+    char c;
+    if (read(ready[0], &c, 1) != 1)
+        die("child did not start");
+    char *local = alloc_touched(maxsz);
+    double target = quick ? 0.02 : 0.08, v[32];
+    for (size_t i = 0; i < NBW; i++) {
+        size_t sz = bw_sizes[i];
+        double t0 = now();
+        memcpy(local, remote, sz);
+        clobber(local);
+        long n = count_for(now() - t0, target, 2, 1000000);
+        for (int r = 0; r < reps; r++) {
+            t0 = now();
+            for (long k = 0; k < n; k++) {
+                memcpy(local, remote, sz);
+                clobber(local);
+            }
+            v[r] = (double)sz * (double)n / (now() - t0) / 1e6;
+        }
+        record("map_read", sz, v, reps, "MB/s", "parent copies from child's buffer, both map it (shared heap)");
+    }
+    close(go[1]);
+    waitpid(pid, NULL, 0);
+    munmap(local, maxsz);
+    munmap(remote, maxsz);
+    close(fd);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: limits [--quick] [--reps N] [--only NAME[,NAME...]]\n"
-               "names (or prefixes): memcpy_hot memcpy_cold cma_read cma_write cma_alltoall2 "
+               "names (or prefixes): memcpy_hot memcpy_cold cma_read cma_write map_read cma_alltoall2 "
                "cma_alltoall4 cma_alltoall8 shm_pingpong tcp_lat tcp_lat_block tcp_bw\n");
 }
 
@@ -721,6 +789,7 @@ int main(int argc, char **argv)
 
     bench_memcpy();
     bench_cma();
+    bench_map_read();
     bench_cma_alltoall();
     bench_shm_pingpong();
     tcp_lat("tcp_lat", 1);

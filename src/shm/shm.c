@@ -80,8 +80,7 @@
  * processes.  A send whose check raced with the sleeper is then either
  * complete in memory before the sleeper re-checks or sees "sleeping".
  */
-#include "shm/shm.h"
-#include "shm/peerheap.h"
+#include "shm/shm_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,203 +104,8 @@
 #include "util/shmfile.h"
 #include "util/time.h"
 
-#define SEG_MAGIC 0x6b6e697473686d32ull /* "knitshm2" */
-#define SEG_VERSION 2
-#define DESC_INLINE 28
-#define DESC_F_BUF 0x1
-#define CELL_F_BUF 0x1  /* payload in the sender's send buffer */
-#define CELL_F_FBOX 0x2 /* marker: the sender's next packets are in fast box aux */
-#define PROBE_VALUE 0x70726f6265636d61ull
-#define PAGE 4096u
-#define MAX_RANKS 65535 /* cell_t.src is 16 bits */
-
-typedef struct seg_hdr {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t nranks;
-    uint64_t size;
-    uint64_t reserved_size;
-    uint32_t queue_entries;
-    uint32_t ring_entries;
-    uint64_t buf_size;
-    uint32_t boxes;
-    uint32_t fbox_max;
-    _Atomic uint32_t ready;       /* creator finished initializing */
-    _Atomic uint32_t boxes_taken; /* fast boxes handed out (may pass boxes: then none is left) */
-    uint64_t budget_limit;        /* what files made later may take (util/shmfile.h) */
-    uint32_t reserved[4];
-    _Alignas(KN_CACHELINE) _Atomic uint64_t budget_used;
-} seg_hdr_t;
-
-/*
- * Cooperative copy.  A rank that copies a large block to or from a peer
- * (a push or a pull) publishes it here, in its own rank area, sets its bit
- * in the peer's help map and raises the peer's help_pending count.  Both
- * then take chunks: the initiator from the front, the helper (in its
- * progress, when it is inside a knit call) from the back, so that two
- * cores copy instead of one.  The claim word packs (generation, front,
- * back): a helper that read a stale generation can never claim a chunk of
- * a later copy.  Once every chunk is claimed, the initiator spins briefly
- * for the helper's last chunks, then returns KNIT_INPROGRESS if the helper
- * still copies (it does not wait on a helper that its host descheduled
- * mid-chunk: with more ranks than cpus that wait lasted milliseconds); its
- * progress completes the copy when the helper's count is in, and the
- * helper rings its doorbell after every chunk in case it sleeps.  One
- * copy per rank is published at a time; another one meanwhile is copied
- * alone.
- */
-typedef struct coop {
-    _Atomic uint64_t claim;        /* gen:16 | front:24 | back:24 (chunk indices) */
-    _Atomic uint32_t active;       /* generation while published, else 0 */
-    _Atomic uint32_t helper_done;  /* chunks the helper finished */
-    _Atomic uint32_t error;        /* errno of a failed helper copy */
-    uint32_t write;                /* 1: data goes initiator -> helper */
-    uint32_t helper;               /* local rank asked to help */
-    uint32_t reserved;
-    uint64_t init_addr;            /* the block in the initiator's memory */
-    uint64_t help_addr;            /* the block in the helper's memory */
-    uint64_t len, chunk;
-} coop_t;
-
-#define COOP_GEN(c) ((uint32_t)((c) >> 48))
-#define COOP_FRONT(c) ((uint32_t)((c) >> 24) & 0xffffffu)
-#define COOP_BACK(c) ((uint32_t)(c)&0xffffffu)
-#define COOP_PACK(g, f, b) ((uint64_t)(g) << 48 | (uint64_t)(f) << 24 | (uint64_t)(b))
-
-typedef struct rank_area {
-    _Alignas(KN_CACHELINE) _Atomic int32_t pid;
-    uint32_t membarrier;        /* registered for global expedited membarrier */
-    uint64_t probe_addr;        /* address of a word holding PROBE_VALUE */
-    uint64_t heap_base;         /* its shared heap (util/heap.h); size 0: none */
-    uint64_t heap_size;
-    int32_t heap_fd;            /* the heap's memfd, in its process */
-    _Alignas(KN_CACHELINE) _Atomic uint32_t sleeping;
-    _Atomic uint32_t rung;         /* a wake-up byte is on its way */
-    _Atomic uint32_t help_pending; /* peers asking this rank to help copy */
-    _Atomic uint32_t fbox_in;      /* fast boxes towards this rank */
-    _Alignas(KN_CACHELINE) coop_t coop; /* this rank's cooperative copy */
-} rank_area_t;
-
-/* A rank's inbound queue: the producers' shared counter. */
-typedef struct qctl {
-    _Alignas(KN_CACHELINE) _Atomic uint64_t head; /* next position to claim */
-} qctl_t;
-_Static_assert(sizeof(qctl_t) == KN_CACHELINE, "a queue's head is one cache line");
-_Static_assert(sizeof(rank_area_t) == 3 * KN_CACHELINE, "a rank area is three cache lines");
-
-typedef struct cell {
-    _Atomic uint32_t seq;       /* free for position p: p; published: p + 1 */
-    uint8_t plen;               /* inline payload length */
-    uint8_t flags;              /* CELL_F_* */
-    uint16_t src;               /* sender's local rank */
-    kn_pkt_hdr_t hdr;
-    uint32_t aux;               /* CELL_F_BUF: payload length; CELL_F_FBOX: box index */
-    uint8_t data[DESC_INLINE];  /* inline payload; CELL_F_BUF: u64 position in the send buffer */
-} cell_t;
-_Static_assert(sizeof(cell_t) == KN_CACHELINE, "a cell is one cache line");
-
-/* A fast box's entry (the pair queues' entry of earlier knit). */
-typedef struct desc {
-    _Atomic uint32_t seq;       /* position + 1 once published */
-    uint16_t plen;              /* inline payload length */
-    uint16_t flags;             /* DESC_F_BUF: payload in the box's buffer */
-    kn_pkt_hdr_t hdr;
-    uint32_t buf_len;           /* payload length when in the buffer */
-    uint8_t data[DESC_INLINE];
-} desc_t;
-_Static_assert(sizeof(desc_t) == KN_CACHELINE, "a descriptor is one cache line");
-
-typedef struct box_hdr {
-    _Alignas(KN_CACHELINE) _Atomic uint64_t tail;      /* consumer: next entry to read */
-    _Alignas(KN_CACHELINE) _Atomic uint64_t buf_tail;  /* consumer: buffer bytes released */
-    _Alignas(KN_CACHELINE) uint32_t sender;            /* local ranks, set before the marker */
-    uint32_t receiver;
-} box_hdr_t;
-_Static_assert(sizeof(box_hdr_t) == 3 * KN_CACHELINE, "a box header is three cache lines");
-
-/* Where everything is, from the geometry alone (create, attach, plan). */
-typedef struct layout {
-    size_t areas, help, wait, qctl, cells, sbufs, boxhdr, reserved, boxes, size;
-    size_t map_stride, box_size;
-    unsigned words, nboxes;
-} layout_t;
-
-/* Process-local state of one fast box, producer and consumer halves. */
-typedef struct box_local {
-    box_hdr_t *ctl;
-    desc_t *ring;
-    char *buf;
-    uint64_t head, cached_tail;           /* producer */
-    uint64_t buf_head, cached_buf_tail;   /* producer: monotonic byte positions */
-    uint64_t tail, buf_pos;               /* consumer */
-    int peer;                             /* local rank at the other end */
-} box_local_t;
-
-enum { BLK_NONE = 0, BLK_ROOM, BLK_SBUF }; /* what the last send to a peer found missing */
-
-/* This rank's side of its packets to one peer. */
-typedef struct peer_out {
-    box_local_t *box;       /* BOX: the fast box; NULL: QUEUE or SWITCHING */
-    box_local_t *switching; /* SWITCHING: the box whose marker is not in yet */
-    uint32_t sent;          /* packets through the peer's queue */
-    uint8_t tried;          /* a box was asked for (at most once) */
-    uint8_t blocked;        /* BLK_* */
-    uint8_t waiting;        /* our bit is set in the peer's wait map */
-    uint8_t listed;         /* in blocked_list */
-} peer_out_t;
-
-typedef struct shm_tl {
-    kn_tl_t base;
-    kn_shm_params_t p;
-    layout_t L;
-    void *seg;
-    int seg_fd;            /* kept open to allocate fast boxes' pages */
-    seg_hdr_t *hdr;
-    rank_area_t *areas;
-    unsigned n, me;
-    unsigned queue_entries, ring_entries;
-    size_t buf_size;
-    /* consumer of our queue */
-    cell_t *cells;         /* ours */
-    uint64_t q_tail;
-    _Atomic uint64_t *wait_map;  /* ours */
-    _Atomic uint64_t *help_map;  /* ours */
-    /* producer: our send buffer */
-    char *sbuf;
-    uint64_t s_head, s_tail;
-    uint64_t *chunk_start, *chunk_end; /* ring of outstanding payloads, in allocation order */
-    unsigned chunk_first, chunk_count, chunk_cap;
-    int sbuf_blocked;
-    /* peers */
-    peer_out_t *out;       /* [n] */
-    int *blocked_list;     /* peers whose last send found no room (some may have it by now) */
-    unsigned nblocked;
-    box_local_t *obox, *ibox; /* [fbox_max]: boxes we send on / receive on */
-    unsigned n_obox, n_ibox;
-    int no_boxes;          /* the pool is empty, or /dev/shm could not take one */
-    unsigned char *rma_ok; /* [n] */
-    kn_peer_heap_t *heaps; /* [n] peers' shared heaps, mapped on first use */
-    size_t coop_chunk;     /* 0: no cooperative copies */
-    kn_tl_comp_t *coop_comp; /* a cooperative copy whose helper still copies (NULL: none) */
-    uint32_t coop_theirs;  /* chunks the helper took */
-    knit_status_t coop_st; /* the initiator's own result */
-    int coop_busy;         /* our coop_t is published */
-    uint16_t coop_gen;
-    int bell_fd;           /* this rank's doorbell socket */
-    struct sockaddr_un *bell_addr; /* [n] */
-    socklen_t bell_addrlen;
-    char mech[256];
-    int unlinked;
-    int asym;              /* every rank of the node registered: asymmetric doorbell */
-    int membarrier_warned;
-    uint32_t bell_owed;    /* wake-up bytes taken from "rung" but not read yet */
-} shm_tl_t;
 
 static volatile uint64_t probe_word = PROBE_VALUE;
-
-static int coop_help(shm_tl_t *s);
-static int coop_reap(shm_tl_t *s);
-static int coop_helper_done(shm_tl_t *s);
 
 void kn_shm_segment_name(char *buf, size_t len, const char *jobid, int node)
 {
@@ -449,16 +253,6 @@ knit_status_t kn_shm_create(const kn_shm_params_t *p)
     return KNIT_OK;
 }
 
-static inline shm_tl_t *shm_of(kn_tl_t *tl)
-{
-    return (shm_tl_t *)tl;
-}
-
-static inline int local_index(shm_tl_t *s, int rank)
-{
-    return rank - s->p.first_rank;
-}
-
 static inline cell_t *queue_of(shm_tl_t *s, unsigned li)
 {
     return (cell_t *)((char *)s->seg + s->L.cells) + (size_t)li * s->queue_entries;
@@ -467,11 +261,6 @@ static inline cell_t *queue_of(shm_tl_t *s, unsigned li)
 static inline qctl_t *qctl_of(shm_tl_t *s, unsigned li)
 {
     return (qctl_t *)((char *)s->seg + s->L.qctl) + li;
-}
-
-static inline _Atomic uint64_t *map_of(shm_tl_t *s, size_t which, unsigned li)
-{
-    return (_Atomic uint64_t *)((char *)s->seg + which + (size_t)li * s->L.map_stride);
 }
 
 static inline char *sbuf_of(shm_tl_t *s, unsigned li)
@@ -529,7 +318,7 @@ static inline void bell_send(shm_tl_t *s, unsigned li)
     }
 }
 
-static void doorbell_ring(shm_tl_t *s, unsigned li)
+void kn_shm_ring(shm_tl_t *s, unsigned li)
 {
     bell_fence(s);
     bell_send(s, li);
@@ -537,7 +326,7 @@ static void doorbell_ring(shm_tl_t *s, unsigned li)
 
 static void shm_wake(kn_tl_t *tl, int peer)
 {
-    doorbell_ring(shm_of(tl), (unsigned)local_index(shm_of(tl), peer));
+    kn_shm_ring(shm_of(tl), (unsigned)local_index(shm_of(tl), peer));
 }
 
 /* Remember a peer whose last send found no room, for the sleep check. */
@@ -718,7 +507,7 @@ static knit_status_t queue_send(shm_tl_t *s, unsigned li, const kn_pkt_hdr_t *hd
         wait_clear(s, li);
     o->blocked = BLK_NONE;
     o->sent++;
-    doorbell_ring(s, li);
+    kn_shm_ring(s, li);
     return KNIT_OK;
 }
 
@@ -804,7 +593,7 @@ static knit_status_t box_announce(shm_tl_t *s, unsigned li)
     o->switching = NULL;
     o->box = q;
     o->blocked = BLK_NONE;
-    doorbell_ring(s, li);
+    kn_shm_ring(s, li);
     return KNIT_OK;
 }
 
@@ -847,7 +636,7 @@ static inline __attribute__((always_inline)) knit_status_t box_send(shm_tl_t *s,
     atomic_store_explicit(&d->seq, (uint32_t)(q->head + 1), memory_order_release);
     q->head++;
     s->out[li].blocked = BLK_NONE;
-    doorbell_ring(s, li);
+    kn_shm_ring(s, li);
     return KNIT_OK;
 }
 
@@ -904,7 +693,7 @@ static int box_drain(shm_tl_t *s, box_local_t *q)
             break; /* let other peers have a turn */
     }
     if (got)
-        doorbell_ring(s, (unsigned)q->peer); /* the producer may wait for credits */
+        kn_shm_ring(s, (unsigned)q->peer); /* the producer may wait for credits */
     return got;
 }
 
@@ -937,7 +726,7 @@ static int queue_drain(shm_tl_t *s)
                 tl->recv_cb(tl->cb_arg, s->p.first_rank + (int)src, &hdr, sb + off + CHUNK_HDR, len);
             }
             atomic_store_explicit(chunk_word(sb, pos, s->buf_size), 1, memory_order_release);
-            doorbell_ring(s, src); /* its send buffer may be full */
+            kn_shm_ring(s, src); /* its send buffer may be full */
         } else {
             kn_pkt_hdr_t hdr = c->hdr;
             size_t len = KN_MIN((size_t)c->plen, (size_t)DESC_INLINE);
@@ -977,7 +766,7 @@ static knit_status_t shm_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
 static int shm_progress(kn_tl_t *tl)
 {
     shm_tl_t *s = shm_of(tl);
-    int events = coop_reap(s);
+    int events = kn_shm_coop_reap(s);
     for (unsigned i = 0; i < s->n_ibox; i++)
         events += box_drain(s, &s->ibox[i]);
     events += queue_drain(s);
@@ -986,7 +775,7 @@ static int shm_progress(kn_tl_t *tl)
      * each other only moves cache lines between the cores (2 ranks, 1 MiB
      * both ways: 30 -> 36 GB/s) */
     if (!events && !s->base.busy)
-        events += coop_help(s);
+        events += kn_shm_coop_help(s);
     return events;
 }
 
@@ -1005,7 +794,7 @@ static int shm_pending(shm_tl_t *s)
         if (atomic_load_explicit(&d->seq, memory_order_acquire) == (uint32_t)(q->tail + 1))
             return 1;
     }
-    if (s->coop_comp && coop_helper_done(s))
+    if (s->coop_comp && kn_shm_coop_helper_done(s))
         return 1; /* our copy's helper finished */
     if (s->sbuf_blocked && sbuf_released(s))
         return 1;
@@ -1069,223 +858,6 @@ static unsigned shm_caps(kn_tl_t *tl, int peer)
     return s->rma_ok[local_index(s, peer)] ? KN_TL_CAP_RMA : 0;
 }
 
-/* ------------------------------------------------------------ bulk copies */
-
-static inline pid_t peer_pid(shm_tl_t *s, unsigned li)
-{
-    return atomic_load_explicit(&s->areas[li].pid, memory_order_relaxed);
-}
-
-/* Where the peer's block lies in our mapping of its shared heap, mapping
- * the heap on first use; NULL: cross-memory attach. */
-static char *heap_at(shm_tl_t *s, unsigned li, uint64_t raddr, size_t len)
-{
-    kn_peer_heap_t *h = &s->heaps[li];
-    if (kn_likely(h->state > 0))
-        return kn_peer_heap_at(h, raddr, len);
-    const rank_area_t *a = &s->areas[li];
-    if (h->state < 0 || raddr - a->heap_base >= a->heap_size)
-        return NULL;
-    kn_peer_heap_map(h, peer_pid(s, li), a->heap_fd, a->heap_base, a->heap_size);
-    return kn_peer_heap_at(h, raddr, len);
-}
-
-/* One full copy of a block of local peer li: a memcpy where both blocks
- * are in shared heaps (ours too: memory we can trust not to fault, where
- * the kernel's copy would report a bad buffer as EFAULT), else
- * cross-memory attach (the kernel may stop short). */
-static knit_status_t cma_raw(shm_tl_t *s, unsigned li, void *local, size_t len, uint64_t raddr, int write)
-{
-    char *mapped = kn_heap_holds(local, len) ? heap_at(s, li, raddr, len) : NULL;
-    if (mapped) {
-        if (write)
-            memcpy(mapped, local, len);
-        else
-            memcpy(local, mapped, len);
-        return KNIT_OK;
-    }
-    pid_t pid = peer_pid(s, li);
-    int peer = s->p.first_rank + (int)li;
-    size_t done = 0;
-    while (done < len) {
-        struct iovec l = {(char *)local + done, len - done};
-        struct iovec r = {(void *)(uintptr_t)(raddr + done), len - done};
-        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
-        if (n <= 0) {
-            if (n < 0 && errno == EFAULT) /* a buffer: the engine finds whose and says so */
-                return KNIT_ERR_FAULT;
-            kn_error("%s rank %d (pid %d), %zu bytes: %m",
-                     write ? "process_vm_writev to" : "process_vm_readv from", peer, (int)pid, len - done);
-            return errno == ESRCH ? KNIT_ERR_PEER : KNIT_ERR_IO;
-        }
-        done += (size_t)n;
-    }
-    return KNIT_OK;
-}
-
-/* Help the peers whose bits are in our help map: take chunks of their
- * published copies from the back.  Returns chunks copied. */
-static int coop_help(shm_tl_t *s)
-{
-    rank_area_t *me = &s->areas[s->me];
-    if (kn_likely(!atomic_load_explicit(&me->help_pending, memory_order_relaxed)))
-        return 0;
-    int events = 0;
-    for (unsigned w = 0; w < s->L.words; w++) {
-        uint64_t bits = atomic_load_explicit(&s->help_map[w], memory_order_acquire);
-        while (bits) {
-            unsigned li = w * 64 + (unsigned)__builtin_ctzll(bits);
-            bits &= bits - 1;
-            if (li >= s->n || li == s->me || !s->rma_ok[li])
-                continue;
-            coop_t *c = &s->areas[li].coop;
-            uint32_t gen = atomic_load_explicit(&c->active, memory_order_acquire);
-            if (!gen || c->helper != s->me)
-                continue;
-            uint64_t init_addr = c->init_addr, help_addr = c->help_addr, len = c->len, chunk = c->chunk;
-            int write = (int)c->write;
-            uint64_t cl = atomic_load_explicit(&c->claim, memory_order_acquire);
-            for (;;) {
-                if (COOP_GEN(cl) != (gen & 0xffff) || COOP_FRONT(cl) >= COOP_BACK(cl))
-                    break;
-                uint32_t idx = COOP_BACK(cl) - 1;
-                if (!atomic_compare_exchange_weak_explicit(&c->claim, &cl, COOP_PACK(gen, COOP_FRONT(cl), idx),
-                                                           memory_order_acq_rel, memory_order_acquire))
-                    continue;
-                uint64_t off = (uint64_t)idx * chunk, n = KN_MIN(chunk, len - off);
-                /* the mirror of the initiator's direction */
-                knit_status_t st = cma_raw(s, li, (void *)(uintptr_t)(help_addr + off), n, init_addr + off, !write);
-                if (st != KNIT_OK)
-                    atomic_store_explicit(&c->error, st == KNIT_ERR_FAULT ? EFAULT : EIO, memory_order_relaxed);
-                atomic_fetch_add_explicit(&c->helper_done, 1, memory_order_release);
-                doorbell_ring(s, li); /* the initiator may sleep on its last chunks */
-                events++;
-                cl = atomic_load_explicit(&c->claim, memory_order_acquire);
-            }
-        }
-    }
-    return events;
-}
-
-/* The end of our cooperative copy: the helper has done its part. */
-static knit_status_t coop_finish(shm_tl_t *s, knit_status_t st)
-{
-    coop_t *c = &s->areas[s->me].coop;
-    unsigned li = c->helper;
-    atomic_store_explicit(&c->active, 0, memory_order_release);
-    atomic_fetch_and_explicit(&map_of(s, s->L.help, li)[s->me / 64], ~(1ull << (s->me % 64)),
-                              memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->areas[li].help_pending, 1, memory_order_acq_rel);
-    s->coop_busy = 0;
-    int err = atomic_load_explicit(&c->error, memory_order_relaxed);
-    if (st == KNIT_OK && err == EFAULT) {
-        st = KNIT_ERR_FAULT; /* a buffer, as in cma_raw */
-    } else if (st == KNIT_OK && err) {
-        kn_error("rank %d failed to copy its part of a block for this rank", s->p.first_rank + (int)li);
-        st = KNIT_ERR_IO;
-    }
-    return st;
-}
-
-static int coop_helper_done(shm_tl_t *s)
-{
-    return atomic_load_explicit(&s->areas[s->me].coop.helper_done, memory_order_acquire) == s->coop_theirs;
-}
-
-/* Complete our cooperative copy once its helper finished. */
-static int coop_reap(shm_tl_t *s)
-{
-    if (kn_likely(!s->coop_comp) || !coop_helper_done(s))
-        return 0;
-    kn_tl_comp_t *comp = s->coop_comp;
-    s->coop_comp = NULL;
-    comp->cb(comp, coop_finish(s, s->coop_st));
-    return 1;
-}
-
-/* Copy with the peer's help when the block is large enough; comp NULL:
- * alone, complete on return (the caller's peers have copies of their own
- * to make: a collective reading from every rank at once). */
-static knit_status_t cma_copy(shm_tl_t *s, int peer, void *local, size_t len, uint64_t raddr, int write,
-                              kn_tl_comp_t *comp)
-{
-    unsigned li = (unsigned)local_index(s, peer);
-    /* alone also when the peer is copying a block of its own: it would
-     * not help (opposite streams) */
-    if (!comp || !s->coop_chunk || len < 2 * s->coop_chunk || !s->rma_ok[li] || s->coop_busy ||
-        atomic_load_explicit(&s->areas[li].coop.active, memory_order_relaxed))
-        return cma_raw(s, li, local, len, raddr, write);
-    coop_t *c = &s->areas[s->me].coop;
-    uint32_t nchunks = (uint32_t)((len + s->coop_chunk - 1) / s->coop_chunk);
-    if (nchunks >= (1u << 24))
-        return cma_raw(s, li, local, len, raddr, write);
-    uint16_t gen = ++s->coop_gen ? s->coop_gen : ++s->coop_gen; /* never 0 */
-    s->coop_busy = 1;
-    c->init_addr = (uint64_t)(uintptr_t)local;
-    c->help_addr = raddr;
-    c->len = len;
-    c->chunk = s->coop_chunk;
-    c->write = (uint32_t)write;
-    c->helper = li;
-    atomic_store_explicit(&c->helper_done, 0, memory_order_relaxed);
-    atomic_store_explicit(&c->error, 0, memory_order_relaxed);
-    atomic_store_explicit(&c->claim, COOP_PACK(gen, 0, nchunks), memory_order_relaxed);
-    atomic_store_explicit(&c->active, gen, memory_order_release);
-    atomic_fetch_or_explicit(&map_of(s, s->L.help, li)[s->me / 64], 1ull << (s->me % 64), memory_order_release);
-    atomic_fetch_add_explicit(&s->areas[li].help_pending, 1, memory_order_acq_rel);
-    doorbell_ring(s, li); /* a sleeping peer wakes up and helps */
-
-    /* Claim from the front: a chunk at a time while the helper helps;
-     * after two chunks with none taken by the helper (busy with copies of
-     * its own, or asleep), twice as many each time: fewer, larger copies
-     * cost less per byte (1 MiB both ways between 2 ranks: 31 -> 38 GB/s). */
-    knit_status_t st = KNIT_OK;
-    uint32_t mine = 0, want = 1;
-    uint64_t cl = atomic_load_explicit(&c->claim, memory_order_acquire);
-    while (COOP_FRONT(cl) < COOP_BACK(cl)) {
-        uint32_t idx = COOP_FRONT(cl), k = KN_MIN(want, COOP_BACK(cl) - idx);
-        if (!atomic_compare_exchange_weak_explicit(&c->claim, &cl, COOP_PACK(gen, idx + k, COOP_BACK(cl)),
-                                                   memory_order_acq_rel, memory_order_acquire))
-            continue;
-        if (COOP_BACK(cl) == nchunks && mine + k >= 2)
-            want = KN_MIN(want * 2, 64u);
-        else if (COOP_BACK(cl) != nchunks)
-            want = 1;
-        uint64_t off = (uint64_t)idx * s->coop_chunk, n = KN_MIN((uint64_t)k * s->coop_chunk, len - off);
-        knit_status_t r = cma_raw(s, li, (char *)local + off, n, raddr + off, write);
-        if (r != KNIT_OK && st == KNIT_OK)
-            st = r;
-        mine += k;
-        cl = atomic_load_explicit(&c->claim, memory_order_acquire);
-    }
-    /* every chunk is claimed: the helper's last ones complete later */
-    s->coop_theirs = nchunks - mine;
-    for (unsigned spins = 0; !coop_helper_done(s); spins++) {
-        if (spins < 1000) { /* a running helper ends its chunk about when we do */
-            kn_cpu_relax();
-        } else { /* a descheduled one: progress completes the copy */
-            s->coop_comp = comp;
-            s->coop_st = st;
-            return KNIT_INPROGRESS;
-        }
-    }
-    return coop_finish(s, st);
-}
-
-static knit_status_t shm_get(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr, uint64_t rkey,
-                             kn_tl_comp_t *comp)
-{
-    (void)rkey;
-    return cma_copy(shm_of(tl), peer, local, len, raddr, 0, comp);
-}
-
-static knit_status_t shm_put(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
-                             uint64_t rkey, kn_tl_comp_t *comp)
-{
-    (void)rkey;
-    return cma_copy(shm_of(tl), peer, (void *)local, len, raddr, 1, comp);
-}
-
 static void shm_free(shm_tl_t *s)
 {
     if (s->bell_fd >= 0)
@@ -1324,8 +896,8 @@ static const kn_tl_ops_t shm_ops = {
     .send = shm_send,
     .progress = shm_progress,
     .caps = shm_caps,
-    .get = shm_get,
-    .put = shm_put,
+    .get = kn_shm_get,
+    .put = kn_shm_put,
     .arm = shm_arm,
     .disarm = shm_disarm,
     .wake = shm_wake,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -74,12 +75,37 @@ static size_t build_sizes(size_t *out, size_t max)
 
 /* Every pair (i -> j), sizes around thresholds, receiver-first and
  * sender-first. */
+/* The sizes case's buffers come from malloc (large ones: the shared heap),
+ * or are mapped by the program itself (outside it: cross-memory attach)
+ * where P2P_MMAP names them: "send", "recv", or "odd" (both, on odd ranks). */
+static int sizes_mapped(const char *which)
+{
+    const char *m = getenv("P2P_MMAP");
+    return m && (!strcmp(m, which) || (!strcmp(m, "odd") && rank % 2));
+}
+
+static void *sizes_buf(size_t len, const char *which)
+{
+    if (!sizes_mapped(which))
+        return malloc(len);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void sizes_free(void *p, size_t len, const char *which)
+{
+    if (sizes_mapped(which))
+        munmap(p, len);
+    else
+        free(p);
+}
+
 static void case_sizes(size_t max)
 {
     size_t sizes[80];
     size_t ns = build_sizes(sizes, max);
-    uint8_t *sbuf = malloc(max + 1), *rbuf = malloc(max + 64);
-    CHECK(sbuf && rbuf, "malloc");
+    uint8_t *sbuf = sizes_buf(max + 1, "send"), *rbuf = sizes_buf(max + 64, "recv");
+    CHECK(sbuf && rbuf, "buffers");
     for (int order = 0; order < 2; order++) {
         for (size_t k = 0; k < ns; k++) {
             size_t n = sizes[k];
@@ -111,8 +137,8 @@ static void case_sizes(size_t max)
             }
         }
     }
-    free(sbuf);
-    free(rbuf);
+    sizes_free(sbuf, max + 1, "send");
+    sizes_free(rbuf, max + 64, "recv");
 }
 
 /* Receive buffers shorter than the message. */

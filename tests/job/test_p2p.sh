@@ -28,6 +28,22 @@ run sizes.n2.small_thresholds 120 -n 2 -x KNIT_EAGER_MAX=1k -x KNIT_CMA_MIN=100k
     -x KNIT_INLINE_MAX=8 -x KNIT_BULK_CHUNK=64k "$PROG" sizes 1m
 run sizes.n4 120 -n 4 "$PROG" sizes 1m
 run sizes.n8.oversubscribed 180 -n 8 "$PROG" sizes 256k
+# the shared heap (docs/guide.md): off (every large copy by cross-memory
+# attach), and buffers outside it on one side or on some ranks (memcpy
+# and cross-memory attach in one job, cooperative copies among them)
+run sizes.n2.heap_off 120 -n 2 -x KNIT_HEAP=0 "$PROG" sizes 64m
+for m in send recv odd; do
+    run "sizes.n3.heap_mixed_$m" 120 -n 3 -x P2P_MMAP=$m "$PROG" sizes 4m
+done
+# which copy moved them: the debug line of the first mapping of a peer's heap
+heap_line() { "$KNITRUN" --timeout 60 -n 2 -x KNIT_LOG_LEVEL=debug "$@" "$PROG" sizes 1m 2>&1 | grep -c "shared heap is mapped"; }
+on=$(heap_line) off=$(heap_line -x KNIT_HEAP=0) mapped=$(heap_line -x P2P_MMAP=odd)
+if [ "$on" = 2 ] && [ "$off" = 0 ] && [ "$mapped" = 0 ]; then
+    echo "PASS p2p.heap_used_where_both_blocks_are_in_it"
+else
+    echo "FAIL p2p.heap_used_where_both_blocks_are_in_it: mappings $on (want 2), off $off, one side outside $mapped (want 0)"
+    fails=$((fails + 1))
+fi
 for c in truncate match many self probe partial args; do
     run "$c.n2" 60 -n 2 "$PROG" "$c"
     run "$c.n4" 60 -n 4 "$PROG" "$c"
