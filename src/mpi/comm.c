@@ -27,14 +27,11 @@ const char *kn_mpi_comm_label(const kn_mpi_comm_t *c)
     return c->name[0] ? c->name : "an unnamed communicator";
 }
 
-kn_mpi_comm_t *kn_mpi_comm_arg(MPI_Comm h, const char *fn, int *err)
+kn_mpi_comm_t *kn_mpi_comm_arg_error(MPI_Comm h, const char *fn, int *err)
 {
-    kn_mpi_comm_t *c = kn_mpi_comm(h);
-    if (!c)
-        *err = kn_mpi_error(NULL, fn, MPI_ERR_COMM, "%s",
-                            h == MPI_COMM_NULL ? "communicator is MPI_COMM_NULL"
-                                               : "not a valid communicator handle");
-    return c;
+    *err = kn_mpi_error(NULL, fn, MPI_ERR_COMM, "%s",
+                        h == MPI_COMM_NULL ? "communicator is MPI_COMM_NULL" : "not a valid communicator handle");
+    return NULL;
 }
 
 /* ------------------------------------------------- internal exchanges */
@@ -144,7 +141,7 @@ static int agree_ctx(const xset_t *x, int member, uint32_t *id)
 
 /* ------------------------------------------------------- comm objects */
 
-static void comm_destroy(kn_mpi_comm_t *c)
+void kn_mpi_comm_destroy(kn_mpi_comm_t *c)
 {
 #if KN_MPI_HAVE_KNIT_COMM
     if (c->kc && c->ctx_id != 0)
@@ -159,17 +156,6 @@ static void comm_destroy(kn_mpi_comm_t *c)
     free(c->ranks);
     free(c->job2comm);
     free(c);
-}
-
-void kn_mpi_comm_ref(kn_mpi_comm_t *c)
-{
-    c->refs++;
-}
-
-void kn_mpi_comm_unref(kn_mpi_comm_t *c)
-{
-    if (--c->refs == 0)
-        comm_destroy(c);
 }
 
 /* A new communicator over job ranks[0..n) (taken over), with id ctx. */
@@ -261,7 +247,7 @@ void kn_mpi_comms_fini(void)
             a = n;
         }
         c->attrs = NULL;
-        comm_destroy(c);
+        kn_mpi_comm_destroy(c);
     }
     for (int i = 1; i < kn_mpi.groups.used; i++) {
         kn_mpi_group_t *g = kn_mpi.groups.slot[i];

@@ -347,16 +347,8 @@ static int set_contents(kn_mpi_type_t *t, int combiner, int ni, const int *ints,
     return 0;
 }
 
-void kn_mpi_type_ref(kn_mpi_type_t *t)
+void kn_mpi_type_destroy(kn_mpi_type_t *t)
 {
-    if (t && !t->predefined)
-        t->refs++;
-}
-
-void kn_mpi_type_unref(kn_mpi_type_t *t)
-{
-    if (!t || t->predefined || --t->refs > 0)
-        return;
     kn_mpi_tbl_del(&kn_mpi.types, t->handle);
     kn_mpi_attr_t *a = t->attrs;
     while (a) {
@@ -541,7 +533,7 @@ static kn_mpi_type_t *type_any(MPI_Datatype h, const char *fn, int *err)
     return t;
 }
 
-kn_mpi_type_t *kn_mpi_type_arg(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err)
+kn_mpi_type_t *kn_mpi_type_arg_error(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err)
 {
     kn_mpi_type_t *t = kn_mpi_type(h);
     if (!t) {

@@ -58,6 +58,16 @@ static inline void *kn_mpi_tbl_get(const kn_mpi_tbl_t *t, int h)
 /* Store obj under a new handle (reserved: a predefined index, or -1). */
 int kn_mpi_tbl_add(kn_mpi_tbl_t *t, void *obj, int idx);
 void kn_mpi_tbl_del(kn_mpi_tbl_t *t, int h);
+
+/* The requests' hot path: a released index when there is one. */
+static inline int kn_mpi_tbl_add_any(kn_mpi_tbl_t *t, void *obj)
+{
+    if (__builtin_expect(t->nfree == 0, 0))
+        return kn_mpi_tbl_add(t, obj, -1);
+    int idx = t->free_idx[--t->nfree];
+    t->slot[idx] = obj;
+    return (int)(0x40000000u | ((unsigned)t->kind << 24) | (unsigned)idx);
+}
 void kn_mpi_tbl_destroy(kn_mpi_tbl_t *t);
 
 /* ---------------------------------------------------------- attributes */
@@ -231,7 +241,12 @@ static inline kn_mpi_type_t *kn_mpi_type(MPI_Datatype h)
     return t && t->urefs > 0 ? t : NULL;
 }
 /* Lookups that raise the error themselves (NULL: error raised, *err set). */
-kn_mpi_comm_t *kn_mpi_comm_arg(MPI_Comm h, const char *fn, int *err);
+kn_mpi_comm_t *kn_mpi_comm_arg_error(MPI_Comm h, const char *fn, int *err); /* raises, NULL */
+static inline kn_mpi_comm_t *kn_mpi_comm_arg(MPI_Comm h, const char *fn, int *err)
+{
+    kn_mpi_comm_t *c = kn_mpi_comm(h);
+    return __builtin_expect(c != NULL, 1) ? c : kn_mpi_comm_arg_error(h, fn, err);
+}
 /* In an MPI entry point: declare var, the communicator behind handle h,
  * or return the error kn_mpi_comm_arg raised. */
 #define KN_MPI_COMM_ARG(var, h)                                  \
@@ -242,7 +257,12 @@ kn_mpi_comm_t *kn_mpi_comm_arg(MPI_Comm h, const char *fn, int *err);
             return e_;                                           \
     } while (0)
 /* A datatype usable for communication: valid and committed. */
-kn_mpi_type_t *kn_mpi_type_arg(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err);
+kn_mpi_type_t *kn_mpi_type_arg_error(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err);
+static inline kn_mpi_type_t *kn_mpi_type_arg(kn_mpi_comm_t *c, MPI_Datatype h, const char *fn, int *err)
+{
+    kn_mpi_type_t *t = kn_mpi_type(h);
+    return __builtin_expect(t && t->committed, 1) ? t : kn_mpi_type_arg_error(c, h, fn, err);
+}
 /* A datatype for messages: its name, or its handle and how it was made. */
 const char *kn_mpi_type_label(const kn_mpi_type_t *t, char *buf, size_t len);
 
@@ -250,8 +270,18 @@ const char *kn_mpi_type_label(const kn_mpi_type_t *t, char *buf, size_t len);
 
 void kn_mpi_types_init(void);
 void kn_mpi_types_fini(void);
-void kn_mpi_type_ref(kn_mpi_type_t *t);
-void kn_mpi_type_unref(kn_mpi_type_t *t);
+/* References from requests and other objects; predefined types have none. */
+void kn_mpi_type_destroy(kn_mpi_type_t *t); /* the last reference went */
+static inline void kn_mpi_type_ref(kn_mpi_type_t *t)
+{
+    if (t && !t->predefined)
+        t->refs++;
+}
+static inline void kn_mpi_type_unref(kn_mpi_type_t *t)
+{
+    if (t && !t->predefined && --t->refs == 0)
+        kn_mpi_type_destroy(t);
+}
 /* Pack count elements at buf into out (size*count bytes). */
 void kn_mpi_pack(const kn_mpi_type_t *t, const void *buf, size_t count, void *out);
 /* Unpack the first nbytes of in (at most size*count) into count elements at buf. */
@@ -274,8 +304,16 @@ static inline int kn_mpi_bad_buffer(const void *buf, int count, const kn_mpi_typ
 
 /* -------------------------------------------------------- communicators */
 
-void kn_mpi_comm_ref(kn_mpi_comm_t *c);
-void kn_mpi_comm_unref(kn_mpi_comm_t *c);
+void kn_mpi_comm_destroy(kn_mpi_comm_t *c); /* the last reference went */
+static inline void kn_mpi_comm_ref(kn_mpi_comm_t *c)
+{
+    c->refs++;
+}
+static inline void kn_mpi_comm_unref(kn_mpi_comm_t *c)
+{
+    if (--c->refs == 0)
+        kn_mpi_comm_destroy(c);
+}
 /* Build the predefined communicators and groups. */
 int kn_mpi_comms_init(void);
 void kn_mpi_comms_fini(void);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "mpi/mpi_impl.h"
+#include "util/mem.h"
 
 /* ------------------------------------------------------------- statuses */
 
@@ -343,16 +344,25 @@ static kn_mpi_req_t *req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind)
         req_pool = r->next_detached;
     else if (!(r = malloc(sizeof(*r))))
         return NULL;
-    memset(r, 0, sizeof(*r));
-    int h = kn_mpi_tbl_add(&kn_mpi.reqs, r, -1);
+    int h = kn_mpi_tbl_add_any(&kn_mpi.reqs, r);
     if (h < 0) {
         free(r);
         return NULL;
     }
+    /* every field but done_st (written where it is read), one by one: a
+     * memset of the whole request is a `rep stos` here (util/mem.h) */
     r->handle = h;
     r->kind = kind;
+    r->persistent = r->active = r->mode = 0;
+    r->kr = NULL;
     r->comm = c;
     r->type = t;
+    r->buf = NULL;
+    r->count = r->peer = r->tag = 0;
+    r->tmp = NULL;
+    r->freeing = r->cancel_failed = 0;
+    r->next_detached = NULL;
+    r->coll = NULL;
     kn_mpi_comm_ref(c);
     kn_mpi_type_ref(t);
     return r;
@@ -360,7 +370,8 @@ static kn_mpi_req_t *req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind)
 
 static void req_release(kn_mpi_req_t *r)
 {
-    free(r->tmp);
+    if (r->tmp)
+        free(r->tmp);
     if (r->handle)
         kn_mpi_tbl_del(&kn_mpi.reqs, r->handle);
     kn_mpi_type_unref(r->type);

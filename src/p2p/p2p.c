@@ -223,7 +223,7 @@ static knit_request_t *req_alloc(struct kn_p2p *p2p, int kind)
         idx = p2p->table_used++;
         p2p->gens[idx] = 0;
     }
-    memset(r, 0, sizeof(*r));
+    kn_mem_zero(r, sizeof(*r)); /* not memset: util/mem.h */
     r->gen = ++p2p->gens[idx];
     r->idx = idx;
     r->kind = (uint8_t)kind;

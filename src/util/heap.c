@@ -436,6 +436,8 @@ void *malloc(size_t n)
 
 void free(void *p)
 {
+    if (!p)
+        return;
     if (kn_heap_owns(p))
         heap_free(p);
     else

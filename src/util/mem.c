@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -68,4 +69,9 @@ int kn_mem_check(const void *buf, size_t len, int writable)
     close(p[0]);
     close(p[1]);
     return ok;
+}
+
+void kn_mem_zero(void *p, size_t n)
+{
+    memset(p, 0, n);
 }
