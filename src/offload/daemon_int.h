@@ -86,6 +86,7 @@ struct kn_daemon {
     int epfd, sigfd;
     int stop;
     uint64_t budget, spin;
+    int crowded;               /* the host's ranks and this daemon outnumber its cpus */
     int isolation;             /* KN_ISO_* */
     int host_procs;            /* ranks on this host (KNIT_HOST_PROCS), 0: unknown */
     kn_inst_t *inst[KN_INST_TAB];
