@@ -13,6 +13,7 @@
 #include "util/config.h"
 #include "util/cpus.h"
 #include "util/env.h"
+#include "util/heap.h"
 
 static void usage(FILE *f)
 {
@@ -74,6 +75,13 @@ static void show_node(void)
         printf("  %-34s process_vm_writev / process_vm_readv (one copy)\n", "push / pull");
     else
         printf("  %-34s unavailable (%s): pipelined copy through the queue buffer\n", "push / pull", why);
+    if (!kn_heap_built())
+        printf("  %-34s not in this build (a sanitizer's allocator serves the ranks)\n", "shared heap");
+    else if (!kn_cfg.heap)
+        printf("  %-34s off (KNIT_HEAP=0)\n", "shared heap");
+    else
+        printf("  %-34s ranks' allocations from KNIT_HEAP_MIN on: a memcpy between two of them (docs/guide.md)\n",
+               "shared heap");
     printf("\nmechanisms between nodes\n");
     char net[512];
     int net_ok = kn_net_probe(kn_cfg.net_provider, kn_cfg.net_iface, net, sizeof(net));
@@ -90,6 +98,7 @@ static void show_node(void)
     show_size("inline up to", "INLINE_MAX");
     show_size("eager up to", "EAGER_MAX");
     show_size("cross-memory attach from", "CMA_MIN");
+    show_size("shared heap from", "HEAP_MIN");
     show_size("rendezvous step", "BULK_CHUNK");
     show_size("shared memory of a node at most", "SHM_MAX");
     show_size("inbound queue of a rank", "SHM_QUEUE");

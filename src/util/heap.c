@@ -20,10 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define HEAP_INTERPOSE 0 /* ASan's allocator stays in charge */
+#pragma GCC diagnostic ignored "-Wunused-function" /* the allocator, then */
 #else
 #define HEAP_INTERPOSE 1
 #endif
@@ -112,7 +114,14 @@ static void heap_init(void)
     H.min = env_size("KNIT_HEAP_MIN", 64 << 10);
     if (H.min < HEAP_FLOOR)
         H.min = HEAP_FLOOR;
-    H.size = env_size("KNIT_HEAP_SIZE", (uint64_t)64 << 30) & ~(H.page - 1);
+    H.size = env_size("KNIT_HEAP_SIZE", (uint64_t)64 << 30);
+    /* under an address-space limit (ulimit -v) the range takes a quarter
+     * of it at most: the rest stays the program's (and its peers' heaps,
+     * which need room too, fall back to cross-memory attach) */
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && H.size > as.rlim_cur / 4)
+        H.size = as.rlim_cur / 4;
+    H.size &= ~(H.page - 1);
     H.cache_max = env_size("KNIT_HEAP_CACHE", 64 << 20);
     if (!H.size)
         return;
@@ -289,6 +298,11 @@ static void *heap_alloc(size_t n, size_t align, int zero)
     if (p && zero && dirty)
         memset(p, 0, n);
     return p;
+}
+
+int kn_heap_built(void)
+{
+    return HEAP_INTERPOSE;
 }
 
 int kn_heap_owns(const void *p)

@@ -42,6 +42,9 @@ typedef struct kn_heap_stats {
 } kn_heap_stats_t;
 void kn_heap_stats(kn_heap_stats_t *st);
 
+/* 1 where this build replaces malloc (not in sanitizer builds). */
+int kn_heap_built(void);
+
 /* 1 when p lies in this process's heap; holds: all of [p, p + len). */
 int kn_heap_owns(const void *p);
 int kn_heap_holds(const void *p, size_t len);

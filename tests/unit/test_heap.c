@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -281,6 +282,11 @@ static int run_self(const char *mode, const char *const env[])
 {
     pid_t pid = fork();
     if (pid == 0) {
+        if (!strcmp(mode, "aslimit")) {
+            struct rlimit as = {1ul << 30, 1ul << 30};
+            if (setrlimit(RLIMIT_AS, &as) != 0)
+                _exit(126);
+        }
         for (int i = 0; env[i]; i += 2)
             setenv(env[i], env[i + 1], 1);
         setenv("KN_HEAP_TEST_MODE", mode, 1);
@@ -322,6 +328,11 @@ __attribute__((constructor(102))) static void self_mode(void)
         int fd;
         ok = p && !kn_heap_owns(p) && !st.on && !kn_heap_export(&b, &s, &fd) && s == 0;
         free(p);
+    } else if (!strcmp(mode, "aslimit")) { /* run under ulimit -v 1 GiB */
+        kn_heap_stats(&st);
+        void *p = malloc(64 * MIB); /* the program's own room stays */
+        ok = st.on && st.size == 256 * MIB && p;
+        free(p);
     } else if (!strcmp(mode, "min")) { /* KNIT_HEAP_MIN=1m */
         void *a = malloc(MIB - 1), *b = malloc(MIB);
         ok = !kn_heap_owns(a) && kn_heap_owns(b);
@@ -338,6 +349,7 @@ KN_TEST(settings)
     KN_CHECK_EQ(run_self("cache", (const char *const[]){"KNIT_HEAP_CACHE", "3m", NULL}), 0);
     KN_CHECK_EQ(run_self("off", (const char *const[]){"KNIT_HEAP", "0", NULL}), 0);
     KN_CHECK_EQ(run_self("min", (const char *const[]){"KNIT_HEAP_MIN", "1m", NULL}), 0);
+    KN_CHECK_EQ(run_self("aslimit", (const char *const[]){NULL}), 0);
     unsetenv("KNIT_RANK"); /* not a rank: never */
     KN_CHECK_EQ(run_self("off", (const char *const[]){NULL}), 0);
     setenv("KNIT_RANK", "0", 1);
