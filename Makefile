@@ -50,6 +50,8 @@ deps: $(DEPS_STAMP)
 # ---------------------------------------------------------------- library
 LIB_SRCS := $(filter-out src/mpi/%,$(wildcard src/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+# the built-in offload modules, carried inside the library (mk/offload.mk)
+LIB_OBJS += $(BUILD)/obj/gen/builtin_mods.o
 LIBKNIT_A  := $(BUILD)/lib/libknit.a
 LIBKNIT_SO := $(BUILD)/lib/libknit.so
 

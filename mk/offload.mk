@@ -38,6 +38,23 @@ $(BUILD)/modules/%.so: modules/%.c include/knit/module.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) -Iinclude $(MODULE_CFLAGS) -shared -o $@ $<
 
+# modules/builtin/*.c: the modules the library loads itself (the
+# offloaded collectives), with knit's reduction kernels (src/coll/op.c)
+# compiled in; their bytes go into the library (scripts/embed.sh)
+$(BUILD)/modules/builtin/coll.so: modules/builtin/coll.c src/coll/op.c src/coll/coll_mod.h src/coll/coll.h \
+                                  include/knit/module.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) -Iinclude -Isrc -D_GNU_SOURCE $(MODULE_CFLAGS) -fvisibility=hidden -s -shared -o $@ \
+	    modules/builtin/coll.c src/coll/op.c
+
+$(BUILD)/gen/builtin_mods.c: $(BUILD)/modules/builtin/coll.so scripts/embed.sh
+	@mkdir -p $(@D)
+	$(Q)bash scripts/embed.sh $@ coll $<
+
+$(BUILD)/obj/gen/builtin_mods.o: $(BUILD)/gen/builtin_mods.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
 # tests/modules/*.c: modules that misbehave, for the tests only
 TEST_MODULES := $(patsubst tests/modules/%.c,$(BUILD)/tests/modules/%.so,$(wildcard tests/modules/*.c))
 $(BUILD)/tests/modules/%.so: tests/modules/%.c tests/modules/plain.h include/knit/module.h

@@ -77,7 +77,20 @@ struct knit_comm {
     int *node_idx;          /* [size] index of each comm rank's node in leaders */
     kn_shmc_t *shm;         /* shared segment of the small collectives (shmcoll.c) */
     int shm_state;          /* while shm is NULL: not tried, off, being set up */
+    uint64_t off_seq;       /* offloaded collectives started (offload.c) */
 };
+
+/* ------------------------------------------------ offloaded (offload.c) */
+
+/* At knit_init, on every rank (collective): load the built-in module where
+ * KNIT_COLL_OFFLOAD=on; a failure warns and leaves the hosts' algorithms. */
+knit_status_t kn_coll_offload_start(knit_ctx_t *ctx);
+/* Whether a blocking barrier (op NULL) or allreduce of bytes goes to the
+ * agents and the switch. */
+int kn_coll_offload_usable(const knit_comm_t *c, size_t bytes, knit_dtype_t t, const knit_op_t *op);
+/* op NULL: a barrier */
+knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
+                                        const knit_op_t *op);
 
 /* ---------------------------------------------------------- reductions */
 

@@ -23,6 +23,7 @@
 #include <wchar.h>
 
 #include "coll/coll.h"
+#include "coll/coll_mod.h"
 #include "util/compiler.h"
 
 typedef struct { float v; int i; } kn_float_int_t;
@@ -251,4 +252,21 @@ knit_status_t knit_reduce_local(const void *in, void *inout, size_t count, knit_
         return KNIT_OK;
     }
     }
+}
+
+/* ------------------------------------------------ the offload module's */
+
+size_t kn_coll_mod_esize(uint32_t dtype)
+{
+    return knit_dtype_size((knit_dtype_t)dtype);
+}
+
+int kn_coll_mod_reduce(const void *in, void *inout, size_t count, uint32_t dtype, uint32_t redop)
+{
+    kn_reduce_fn_t fn = kn_coll_reduce_fn((knit_op_kind_t)redop, (knit_dtype_t)dtype);
+    if (!fn)
+        return -1;
+    if (count)
+        fn(in, inout, count);
+    return 0;
 }

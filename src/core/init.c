@@ -399,6 +399,7 @@ static knit_status_t init(int *argc, char ***argv, knit_ctx_t **out, int keep_bo
     st = kn_coll_create(&cp, &ctx->coll); /* owns the world communicator */
     if (st != KNIT_OK)
         goto err_boot;
+    (void)kn_coll_offload_start(ctx); /* KNIT_COLL_OFFLOAD=on: the agents' collectives */
     the_ctx = ctx;
     *out = ctx;
     return KNIT_OK;

@@ -165,6 +165,32 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
         name=$(tr 'A-Z=' 'a-z.' <<<"$f")
         run "nodes3.forced.$name.n7" 180 -n 7 --nodes 3 -x "KNIT_COLL_$f" "$PROG" suite 16k
     done
+    # in the network (KNIT_COLL_OFFLOAD=on): barrier and allreduce through
+    # the agents and the switch, 1 to 8 nodes, 1 to 3 ranks a node, uneven
+    # nodes, sub-communicators, user ops (on the hosts), floating point
+    # identical on every rank and run, vectors past the module's limit
+    for lay in "2 1" "4 2" "4 4" "7 3" "8 8"; do
+        set -- $lay
+        run "offload.nodes$2.suite.n$1" 180 -n "$1" --nodes "$2" -x KNIT_COLL_OFFLOAD=on "$PROG" suite 64k
+    done
+    run offload.nodes3.sub.n7 180 -n 7 --nodes 3 -x KNIT_COLL_OFFLOAD=on "$PROG" sub 16k
+    run offload.nodes2.user.n5 180 -n 5 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" user
+    run offload.nodes3.determinism.n6 180 -n 6 --nodes 3 -x KNIT_COLL_OFFLOAD=on "$PROG" determinism
+    run offload.nodes2.suite.n4.2m 180 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" suite 2m
+    # it is the agents that did them: the module's traffic, per rank
+    out=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on -x KNIT_STATS=1 "$PROG" suite 1k 2>&1)
+    if grep -q "^ok " <<<"$out" && [ "$(grep -c 'stats: rank [0-3] *coll  *queue in [1-9]' <<<"$out")" = 4 ]; then
+        echo "PASS coll.offload.through_the_agents"
+    else
+        echo "FAIL coll.offload.through_the_agents"; tail -n 8 <<<"$out"; fails=$((fails + 1))
+    fi
+    # no daemons: one warning, and the hosts do them
+    out=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 --no-offload -x KNIT_COLL_OFFLOAD=on "$PROG" suite 1k 2>&1)
+    if grep -q "^ok " <<<"$out" && [ "$(grep -c 'collectives module could not be loaded' <<<"$out")" = 1 ]; then
+        echo "PASS coll.offload.no_daemons_warns_once"
+    else
+        echo "FAIL coll.offload.no_daemons_warns_once"; tail -n 8 <<<"$out"; fails=$((fails + 1))
+    fi
 else
     echo "SKIP coll.nodes: knitrun --nodes 2 does not run a job here"
 fi
