@@ -5,8 +5,8 @@
  * <knit/module.h> like any user module, so it is also the reference for
  * writing a real offload module.
  *
- * The path of one collective (communicator `comm`, its collective number
- * `seq`):
+ * The path of one collective (communicator `comm` whose first member is
+ * job rank `first`, its collective number `seq`):
  *   rank   -> agent   a request: coll_args_t, then its vector (inline in the
  *                     command entry up to 200 bytes, read from the rank's
  *                     memory by the agent above)
@@ -40,6 +40,7 @@ static const knit_mod_services_t *K;
 typedef struct entry {
     int used;
     uint32_t comm, dtype, redop;
+    int32_t first;        /* with comm: which communicator */
     uint64_t seq, bytes;
     int32_t expect, have;
     int32_t status;       /* the switch: the first failure a node reported */
@@ -56,6 +57,7 @@ typedef struct state {
 typedef struct wire {
     uint32_t kind; /* UP, DOWN */
     uint32_t comm, dtype, redop;
+    int32_t first, pad;
     uint64_t seq, bytes;
     int32_t node, nidx, nnodes; /* UP: the sender, its index, the member nodes */
     int32_t status;
@@ -95,14 +97,15 @@ static void coll_fini(knit_mod_ctx_t *m)
 
 /* The entry of (comm, seq), made for `expect` contributions of `bytes`
  * where there is none yet; NULL: no room (SLOTS in flight) or memory. */
-static entry_t *entry_get(knit_mod_ctx_t *m, uint32_t comm, uint64_t seq, int32_t expect, uint64_t bytes)
+static entry_t *entry_get(knit_mod_ctx_t *m, uint32_t comm, int32_t first, uint64_t seq, int32_t expect,
+                          uint64_t bytes)
 {
     state_t *s = K->state(m);
     int sw = K->geometry(m)->self == KNIT_MOD_SWITCH;
     entry_t *free_slot = NULL;
     for (int i = 0; i < SLOTS; i++) {
         entry_t *e = &s->slot[i];
-        if (e->used && e->comm == comm && e->seq == seq)
+        if (e->used && e->comm == comm && e->first == first && e->seq == seq)
             return e;
         if (!e->used && !free_slot)
             free_slot = e;
@@ -122,6 +125,7 @@ static entry_t *entry_get(knit_mod_ctx_t *m, uint32_t comm, uint64_t seq, int32_
     }
     e->used = 1;
     e->comm = comm;
+    e->first = first;
     e->seq = seq;
     e->expect = expect;
     e->bytes = bytes;
@@ -186,7 +190,7 @@ static void coll_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
         return;
     }
-    entry_t *e = entry_get(m, a.comm, a.seq, a.nlocal, a.bytes);
+    entry_t *e = entry_get(m, a.comm, a.first, a.seq, a.nlocal, a.bytes);
     if (!e) {
         K->complete(m, req->token, KNIT_MOD_ERR_AGAIN, NULL, 0);
         return;
@@ -207,7 +211,7 @@ static void coll_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const
     /* the node's last member: its partial goes up */
     const char *part;
     int32_t cst = combine(e, &part);
-    wire_t w = {.kind = UP, .comm = e->comm, .dtype = e->dtype, .redop = e->redop, .seq = e->seq,
+    wire_t w = {.kind = UP, .comm = e->comm, .first = e->first, .dtype = e->dtype, .redop = e->redop, .seq = e->seq,
                 .bytes = e->bytes, .node = K->geometry(m)->self, .nidx = a.nidx, .nnodes = a.nnodes,
                 .status = cst};
     int32_t st = send_wire(m, KNIT_MOD_SWITCH, &w, part, cst == KNIT_MOD_OK ? e->bytes : 0);
@@ -217,7 +221,7 @@ static void coll_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const
 
 static void switch_up(knit_mod_ctx_t *m, const wire_t *w, const char *data)
 {
-    entry_t *e = entry_get(m, w->comm, w->seq, w->nnodes, w->bytes);
+    entry_t *e = entry_get(m, w->comm, w->first, w->seq, w->nnodes, w->bytes);
     if (!e) {
         K->log(m, KNIT_MOD_LOG_ERROR, "collective %llu of communicator %u: no room (%d in flight)",
                (unsigned long long)w->seq, w->comm, SLOTS);
@@ -240,7 +244,7 @@ static void switch_up(knit_mod_ctx_t *m, const wire_t *w, const char *data)
         return;
     const char *res = NULL;
     int32_t st = e->status != KNIT_MOD_OK ? e->status : combine(e, &res);
-    wire_t d = {.kind = DOWN, .comm = e->comm, .seq = e->seq, .bytes = e->bytes, .status = st};
+    wire_t d = {.kind = DOWN, .comm = e->comm, .first = e->first, .seq = e->seq, .bytes = e->bytes, .status = st};
     for (int32_t i = 0; i < e->expect; i++)
         send_wire(m, e->node[i], &d, res, st == KNIT_MOD_OK ? e->bytes : 0);
     entry_free(m, e);
@@ -266,7 +270,7 @@ static void coll_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint6
     state_t *s = K->state(m);
     for (int i = 0; i < SLOTS; i++) {
         entry_t *e = &s->slot[i];
-        if (e->used && e->comm == w.comm && e->seq == w.seq) {
+        if (e->used && e->comm == w.comm && e->first == w.first && e->seq == w.seq) {
             complete_all(m, e, w.bytes == e->bytes ? w.status : KNIT_MOD_ERR_IO, data);
             return;
         }

@@ -16,12 +16,14 @@
 /* A rank's request: this header, then its vector (bytes). */
 typedef struct kn_coll_mod_args {
     uint32_t version;      /* KN_COLL_MOD_VERSION */
-    uint32_t comm;         /* the communicator's context id */
+    uint32_t comm;         /* the communicator's context id, and its first */
+    int32_t first;         /* member's job rank (disjoint ones share ids) */
     uint32_t dtype, redop; /* knit_dtype_t, knit_op_kind_t */
     uint64_t seq;          /* the communicator's offloaded-collective number */
     uint64_t bytes;        /* 0: a barrier */
     int32_t nlocal, lrank; /* the communicator's members on this node; this one's index */
     int32_t nnodes, nidx;  /* nodes with members; this node's index among them */
+    int32_t pad;
 } kn_coll_mod_args_t;
 
 /* op.c: the element size (0: no such type), and inout = in op inout for a

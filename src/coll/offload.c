@@ -19,6 +19,7 @@
 
 #include "coll/coll.h"
 #include "coll/coll_mod.h"
+#include "offload/offload.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -49,7 +50,7 @@ knit_status_t kn_coll_offload_start(knit_ctx_t *ctx)
         if (done == kn_builtin_coll_len) {
             char path[64];
             snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-            st = knit_module_load(ctx, path, KNIT_MODULE_AGENT, &O.mod);
+            st = kn_off_load_builtin(ctx, path, &O.mod);
         }
         close(fd);
     }
@@ -76,6 +77,7 @@ knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb
     size_t bytes = op ? count * knit_dtype_size(t) : 0;
     kn_coll_mod_args_t a = {.version = KN_COLL_MOD_VERSION,
                             .comm = c->cid,
+                            .first = c->ranks[0],
                             .dtype = (uint32_t)t,
                             .redop = op ? (uint32_t)op->kind : 0,
                             .seq = ++c->off_seq,

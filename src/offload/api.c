@@ -602,7 +602,8 @@ void kn_off_module_free(knit_module_t *m)
     free(m);
 }
 
-knit_status_t knit_module_load(knit_ctx_t *ctx, const char *path, int where, knit_module_t **out)
+static knit_status_t module_load(knit_ctx_t *ctx, const char *path, int where, int inprocess,
+                                 knit_module_t **out)
 {
     if (!C.open || ctx != C.p.ctx || !path || !out ||
         (where != KNIT_MODULE_AGENT && where != KNIT_MODULE_SWITCH && where != KNIT_MODULE_HOST))
@@ -644,7 +645,7 @@ knit_status_t knit_module_load(knit_ctx_t *ctx, const char *path, int where, kni
         char err[KN_OFF_ERR_MAX];
         st = kn_mod_read_file(path, &bytes, &len, err, sizeof(err));
         q.op = KN_SQ_LOAD;
-        q.flags = (uint8_t)where;
+        q.flags = (uint8_t)(where | (inprocess ? KN_OFF_LOAD_INPROCESS : 0));
         if (st != KNIT_OK) { /* the others wait for a verdict: send one */
             q.reserved = 1;
             snprintf((char *)q.data, KN_OFF_INLINE, "rank 0 cannot read the module file: %.150s", err);
@@ -671,7 +672,8 @@ knit_status_t knit_module_load(knit_ctx_t *ctx, const char *path, int where, kni
         snprintf(m->name, sizeof(m->name), "%.*s", (int)sizeof(m->name) - 1, base_name(path));
         kn_list_push_back(&C.modules, &m->link);
         *out = m;
-        unbind_crowded();
+        if (!inprocess)
+            unbind_crowded();
         return KNIT_OK;
     }
     set_error("%.*s", (int)r->inl_len, r->inl_len ? (const char *)r->inl : knit_strerror(st));
@@ -680,6 +682,16 @@ knit_status_t knit_module_load(knit_ctx_t *ctx, const char *path, int where, kni
     op_free(r);
     kn_off_module_free(m);
     return st;
+}
+
+knit_status_t knit_module_load(knit_ctx_t *ctx, const char *path, int where, knit_module_t **out)
+{
+    return module_load(ctx, path, where, 0, out);
+}
+
+knit_status_t kn_off_load_builtin(knit_ctx_t *ctx, const char *path, knit_module_t **out)
+{
+    return module_load(ctx, path, KNIT_MODULE_AGENT, 1, out);
 }
 
 knit_status_t knit_module_unload(knit_module_t *m)

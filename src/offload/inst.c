@@ -562,6 +562,8 @@ int32_t kn_d_inst_load(uint32_t id, uint64_t seq, int where, const char *name, c
         snprintf(msg, mlen, "%s: out of memory", self);
         return KNIT_ERR_NOMEM;
     }
+    int inprocess = kn_dmn.isolation == KN_ISO_INPROCESS || (where & KN_OFF_LOAD_INPROCESS);
+    where &= ~KN_OFF_LOAD_INPROCESS;
     in->id = id;
     in->load_seq = seq;
     in->placement = where;
@@ -578,7 +580,7 @@ int32_t kn_d_inst_load(uint32_t id, uint64_t seq, int where, const char *name, c
     kn_dmn.inst[id % KN_INST_TAB] = in;
     kn_dmn.ninst++;
     int32_t st;
-    if (kn_dmn.isolation == KN_ISO_PROCESS) {
+    if (!inprocess) {
         st = kn_sbx_start(in, bytes, len, msg, mlen);
         if (st == KNIT_INPROGRESS) {
             in->loading = 1;

@@ -42,6 +42,11 @@
 #define KN_OFF_INLINE 200u
 #define KN_OFF_MOD_SLOTS 64u        /* modules loaded at once in a job */
 #define KN_OFF_MSG_MAX (64u << 20)  /* largest module file / message */
+/* with `where` in a load: the library's own built-in module, run on the
+ * daemon's thread whatever KNIT_MODULE_ISOLATION says (our code, and the
+ * collectives cannot afford a process more: 2 emulated nodes, offloaded
+ * barrier 47-59 us in a module process, 25 in-process) */
+#define KN_OFF_LOAD_INPROCESS 0x80
 #define KN_OFF_ERR_MAX 200u
 
 /* Module ids: slot (low 8 bits) and a generation, never 0. */
@@ -51,7 +56,8 @@
 enum kn_off_sq_op {
     KN_SQ_REQUEST = 1, /* mod, id, args inline or at addr/len */
     KN_SQ_POST_RECV,   /* mod, addr/len: a buffer for deliver() */
-    KN_SQ_LOAD,        /* rank 0 only: aux = seq, flags = where, file at addr/len, name inline */
+    KN_SQ_LOAD,        /* rank 0 only: aux = seq, flags = where (| KN_OFF_LOAD_INPROCESS), file at
+                        * addr/len, name inline */
     KN_SQ_JOIN,        /* other ranks: aux = seq */
     KN_SQ_UNLOAD,      /* mod */
     KN_SQ_FETCH,       /* aux = agent's handle of a big result, addr/len: where to write it */
@@ -215,5 +221,8 @@ typedef struct kn_off_params {
 knit_status_t kn_off_open(const kn_off_params_t *p);
 /* At knit_finalize: unload what is left, disconnect. */
 void kn_off_close(void);
+/* knit_module_load at the agents (collective) of one of the library's own
+ * modules: on the daemons' threads (KN_OFF_LOAD_INPROCESS) */
+knit_status_t kn_off_load_builtin(knit_ctx_t *ctx, const char *path, knit_module_t **out);
 
 #endif

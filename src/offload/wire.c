@@ -40,7 +40,8 @@ int kn_wire_body_ok(const kn_wire_t *w, const void *p, uint64_t len)
 {
     switch (w->type) {
     case W_LOAD:
-        return len >= KNIT_MOD_NAME_MAX && w->b >= KNIT_MOD_AT_AGENT && w->b <= KNIT_MOD_AT_HOST;
+        return len >= KNIT_MOD_NAME_MAX && (w->b & ~(uint64_t)KN_OFF_LOAD_INPROCESS) >= KNIT_MOD_AT_AGENT &&
+               (w->b & ~(uint64_t)KN_OFF_LOAD_INPROCESS) <= KNIT_MOD_AT_HOST;
     case W_LOAD_ACK:
     case W_LOAD_DONE:
     case W_FAULT:
@@ -117,7 +118,8 @@ knit_status_t kn_off_sqe_read(const kn_off_sqe_t *shared, kn_off_sqe_t *q, const
          * the reason every rank gets */
         if (q->reserved == 1 ? !q->inl || q->data[q->inl - 1]
                              : !q->inl || q->inl > KNIT_MOD_NAME_MAX || q->data[q->inl - 1] ||
-                                   q->flags < KNIT_MOD_AT_AGENT || q->flags > KNIT_MOD_AT_SWITCH || !q->addr)
+                                   (q->flags & ~KN_OFF_LOAD_INPROCESS) < KNIT_MOD_AT_AGENT ||
+                                   (q->flags & ~KN_OFF_LOAD_INPROCESS) > KNIT_MOD_AT_SWITCH || !q->addr)
             bad = "malformed load entry";
         break;
     }

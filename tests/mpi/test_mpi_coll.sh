@@ -74,4 +74,11 @@ node="-x KNIT_COLL_ALLREDUCE=node -x KNIT_COLL_REDUCE=node -x KNIT_COLL_BCAST=no
 job "coll.n3.node_forms" 3 1 mpi_coll $node
 # shellcheck disable=SC2086
 multi_job "coll.n5.nodes2.node_forms" 5 2 mpi_coll -x KNIT_COLL_NODE_AWARE=on $node
+# barrier and allreduce in the network (KNIT_COLL_OFFLOAD=on): MPI's
+# communicators, disjoint ones from one split sharing a context id among them
+job "coll.n3.offload" 3 1 mpi_coll -x KNIT_COLL_OFFLOAD=on
+multi_job "coll.n4.nodes2.offload" 4 2 mpi_coll -x KNIT_COLL_OFFLOAD=on
+multi_job "coll.n7.nodes3.offload" 7 3 mpi_coll -x KNIT_COLL_OFFLOAD=on
+multi_job "coll_nb.n5.nodes2.offload" 5 2 mpi_coll_nb -x KNIT_COLL_OFFLOAD=on
+multi_job "coll_err.n4.nodes2.offload" 4 2 mpi_coll_err -x KNIT_COLL_OFFLOAD=on
 exit $((fails > 0))
