@@ -30,6 +30,7 @@
 #include "coll/coll_mod.h"
 
 static const knit_mod_services_t *K;
+static volatile uintptr_t nowhere = 8; /* in the first page, never mapped */
 
 #define SLOTS 64          /* collectives in flight per instance */
 #define MAX_LOCAL 1024    /* members of one node */
@@ -181,6 +182,8 @@ static void coll_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const
         return;
     }
     memcpy(&a, args, sizeof(a));
+    if (a.flags & KN_COLL_MOD_F_FAULT)
+        *(volatile int *)nowhere = 0; /* the tests' fault */
     if (a.version != KN_COLL_MOD_VERSION || a.bytes > KN_COLL_MOD_MAX_BYTES || req->len != sizeof(a) + a.bytes ||
         a.nlocal <= 0 || a.nlocal > MAX_LOCAL || a.lrank < 0 || a.lrank >= a.nlocal || a.nnodes <= 0 ||
         a.nnodes > KN_COLL_MOD_MAX_NODES || a.nidx < 0 || a.nidx >= a.nnodes) {

@@ -226,8 +226,11 @@ static int via_staged(knit_comm_t *c, knit_coll_request_t **req, int algo, int s
 static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 {
     CHECK(member(c));
-    if (!req && kn_coll_offload_usable(c, 0, KNIT_BYTE, NULL))
-        return kn_coll_offload_allreduce(c, NULL, NULL, 0, KNIT_BYTE, NULL);
+    if (!req && kn_coll_offload_usable(c, 0, KNIT_BYTE, NULL)) {
+        knit_status_t st = kn_coll_offload_allreduce(c, NULL, NULL, 0, KNIT_BYTE, NULL);
+        if (st != KNIT_ERR_NOT_SUPPORTED)
+            return st;
+    }
     if (via_shm(c, req, kn_cfg.coll_barrier, 0)) {
         kn_shmc_barrier(c);
         return KNIT_OK;
@@ -440,8 +443,11 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
 {
     CHECK(member(c) && op_ok(op, t) && (!count || (sb && rb)));
     size_t bytes = count * knit_dtype_size(t);
-    if (!req && count && kn_coll_offload_usable(c, bytes, t, op))
-        return kn_coll_offload_allreduce(c, sb, rb, count, t, op);
+    if (!req && count && kn_coll_offload_usable(c, bytes, t, op)) {
+        knit_status_t st = kn_coll_offload_allreduce(c, sb, rb, count, t, op);
+        if (st != KNIT_ERR_NOT_SUPPORTED)
+            return st;
+    }
     if (count && via_shm(c, req, kn_cfg.coll_allreduce, bytes)) {
         kn_shmc_reduce(c, IN_PLACE(sb) ? rb : sb, rb, count, t, op, -1);
         return KNIT_OK;

@@ -88,7 +88,8 @@ knit_status_t kn_coll_offload_start(knit_ctx_t *ctx);
 /* Whether a blocking barrier (op NULL) or allreduce of bytes goes to the
  * agents and the switch. */
 int kn_coll_offload_usable(const knit_comm_t *c, size_t bytes, knit_dtype_t t, const knit_op_t *op);
-/* op NULL: a barrier */
+/* op NULL: a barrier.  KNIT_ERR_NOT_SUPPORTED: the module faulted (every
+ * member is told so), the caller runs the hosts' algorithm instead. */
 knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
                                         const knit_op_t *op);
 

@@ -23,8 +23,12 @@ typedef struct kn_coll_mod_args {
     uint64_t bytes;        /* 0: a barrier */
     int32_t nlocal, lrank; /* the communicator's members on this node; this one's index */
     int32_t nnodes, nidx;  /* nodes with members; this node's index among them */
-    int32_t pad;
+    uint32_t flags;        /* KN_COLL_MOD_F_* */
 } kn_coll_mod_args_t;
+
+/* the tests' injected fault (KNIT_COLL_OFFLOAD_FAULT): the agent's handler
+ * faults on this request, as a module with a bug would */
+#define KN_COLL_MOD_F_FAULT 1u
 
 /* op.c: the element size (0: no such type), and inout = in op inout for a
  * predefined op (0, or -1 where the op does not apply to the type) */

@@ -27,6 +27,7 @@ extern const unsigned char kn_builtin_coll[];
 extern const size_t kn_builtin_coll_len;
 
 static struct {
+    knit_ctx_t *ctx;
     knit_module_t *mod; /* loaded at every daemon */
     int failed;         /* the load failed, or the module faulted: host algorithms */
 } O;
@@ -37,6 +38,7 @@ knit_status_t kn_coll_offload_start(knit_ctx_t *ctx)
 {
     if (kn_cfg.coll_offload != 1)
         return KNIT_OK;
+    O.ctx = ctx;
     int fd = memfd_create("knit-coll.so", MFD_CLOEXEC);
     knit_status_t st = KNIT_ERR_IO;
     if (fd >= 0) {
@@ -86,6 +88,8 @@ knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb
                             .lrank = c->local.rank,
                             .nnodes = c->nnodes,
                             .nidx = c->node_idx[c->g.rank]};
+    if (kn_cfg.coll_offload_fault && c->off_seq == (uint64_t)kn_cfg.coll_offload_fault && c->g.rank == 0)
+        a.flags |= KN_COLL_MOD_F_FAULT; /* tests: the module faults here */
     char small[512], *args = sizeof(a) + bytes <= sizeof(small) ? small : malloc(sizeof(a) + bytes);
     if (!args)
         return KNIT_ERR_NOMEM;
@@ -97,13 +101,21 @@ knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb
     knit_status_t st = knit_module_request(O.mod, args, sizeof(a) + bytes, &r);
     if (st == KNIT_OK)
         st = knit_request_wait(&r, rb, bytes, &got);
+    if (st == KNIT_ERR_MODULE_FAULT && sb == KNIT_IN_PLACE && bytes)
+        memcpy(rb, args + sizeof(a), bytes); /* the fault's text went there: the input again, for the hosts */
     if (args != small)
         free(args);
     if (st == KNIT_OK && got != bytes)
         st = KNIT_ERR_PROTO;
-    if (st == KNIT_ERR_MODULE_FAULT && !O.failed) {
+    if (st == KNIT_ERR_MODULE_FAULT) {
+        /* every daemon disabled it and failed its open requests (a fault
+         * is told to all): every member gets here, none got a result, and
+         * all do this collective again on the hosts */
+        if (!O.failed && c->g.rank == 0)
+            kn_warn("the collectives module faulted (%s): the hosts' algorithms do the collectives from now on",
+                    knit_module_last_error(O.ctx));
         O.failed = 1;
-        kn_warn("the collectives module faulted: the hosts' algorithms do the collectives from now on");
+        return KNIT_ERR_NOT_SUPPORTED;
     }
     return st;
 }

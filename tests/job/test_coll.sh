@@ -184,6 +184,19 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     else
         echo "FAIL coll.offload.through_the_agents"; tail -n 8 <<<"$out"; fails=$((fails + 1))
     fi
+    # the module faults mid-job (injected at the agent of rank 0 of the
+    # 3rd, 20th offloaded collective): one warning, the collective that
+    # faulted and every one after done on the hosts
+    for f in "3 4 2" "20 6 3"; do
+        set -- $f
+        out=$("$KNITRUN" --timeout 120 -n "$2" --nodes "$3" -x KNIT_COLL_OFFLOAD=on -x KNIT_COLL_OFFLOAD_FAULT="$1" \
+            "$PROG" suite 4k 2>&1)
+        if grep -q "^ok " <<<"$out" && [ "$(grep -c 'collectives module faulted' <<<"$out")" = 1 ]; then
+            echo "PASS coll.offload.fault_falls_back.at$1.n$2"
+        else
+            echo "FAIL coll.offload.fault_falls_back.at$1.n$2"; tail -n 8 <<<"$out"; fails=$((fails + 1))
+        fi
+    done
     # no daemons: one warning, and the hosts do them
     out=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 --no-offload -x KNIT_COLL_OFFLOAD=on "$PROG" suite 1k 2>&1)
     if grep -q "^ok " <<<"$out" && [ "$(grep -c 'collectives module could not be loaded' <<<"$out")" = 1 ]; then
