@@ -278,6 +278,40 @@ static const char *cma_why(int err)
     }
 }
 
+/* A child on cpu 1 that writes len bytes of buf (mapped before the fork:
+ * its own pages, or the file's) and waits until *go is closed; the caller
+ * goes on on cpu 0 once the child is ready. */
+static pid_t filler(char *buf, size_t len, int *go)
+{
+    int g[2], ready[2];
+    if (pipe(g) || pipe(ready))
+        die("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(g[1]);
+        close(ready[0]);
+        pin_to(1);
+        memset(buf, 0x33, len);
+        char c = 1;
+        if (write(ready[1], &c, 1) != 1)
+            _exit(1);
+        while (read(g[0], &c, 1) == 1) /* wait until the parent is done */
+            ;
+        _exit(0);
+    }
+    close(g[0]);
+    close(ready[1]);
+    pin_to(0);
+    char c;
+    if (read(ready[0], &c, 1) != 1)
+        die("child did not start");
+    close(ready[0]);
+    *go = g[1];
+    return pid;
+}
+
 static void bench_cma(void)
 {
     int do_read = wanted("cma_read"), do_write = wanted("cma_write");
@@ -288,30 +322,8 @@ static void bench_cma(void)
     char *remote = mmap(NULL, maxsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (remote == MAP_FAILED)
         die("mmap");
-    int go[2], ready[2];
-    if (pipe(go) || pipe(ready))
-        die("pipe");
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork");
-    if (pid == 0) {
-        close(go[1]);
-        close(ready[0]);
-        pin_to(1);
-        memset(remote, 0x33, maxsz); /* its own pages, not copy-on-write shared ones */
-        char c = 1;
-        if (write(ready[1], &c, 1) != 1)
-            _exit(1);
-        while (read(go[0], &c, 1) == 1) /* wait until the parent is done */
-            ;
-        _exit(0);
-    }
-    close(go[0]);
-    close(ready[1]);
-    pin_to(0);
-    char c;
-    if (read(ready[0], &c, 1) != 1)
-        die("child did not start");
+    int go;
+    pid_t pid = filler(remote, maxsz, &go);
     char *local = alloc_touched(maxsz);
     double target = quick ? 0.02 : 0.08;
     double v[32];
@@ -346,7 +358,7 @@ static void bench_cma(void)
                    w ? "parent writes child's buffer, one copy" : "parent reads child's buffer, one copy");
         }
     }
-    close(go[1]);
+    close(go);
     waitpid(pid, NULL, 0);
     munmap(local, maxsz);
     munmap(remote, maxsz);
@@ -691,30 +703,8 @@ static void bench_map_read(void)
     char *remote = mmap(NULL, maxsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (remote == MAP_FAILED)
         die("mmap");
-    int go[2], ready[2];
-    if (pipe(go) || pipe(ready))
-        die("pipe");
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork");
-    if (pid == 0) {
-        close(go[1]);
-        close(ready[0]);
-        pin_to(1);
-        memset(remote, 0x33, maxsz); /* the child's writes populate the file */
-        char c = 1;
-        if (write(ready[1], &c, 1) != 1)
-            _exit(1);
-        while (read(go[0], &c, 1) == 1)
-            ;
-        _exit(0);
-    }
-    close(go[0]);
-    close(ready[1]);
-    pin_to(0);
-    char c;
-    if (read(ready[0], &c, 1) != 1)
-        die("child did not start");
+    int go;
+    pid_t pid = filler(remote, maxsz, &go); /* its writes populate the file */
     char *local = alloc_touched(maxsz);
     double target = quick ? 0.02 : 0.08, v[32];
     for (size_t i = 0; i < NBW; i++) {
@@ -733,7 +723,7 @@ static void bench_map_read(void)
         }
         record("map_read", sz, v, reps, "MB/s", "parent copies from child's buffer, both map it (shared heap)");
     }
-    close(go[1]);
+    close(go);
     waitpid(pid, NULL, 0);
     munmap(local, maxsz);
     munmap(remote, maxsz);

@@ -226,7 +226,7 @@ static int via_staged(knit_comm_t *c, knit_coll_request_t **req, int algo, int s
 static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 {
     CHECK(member(c));
-    if (!req && kn_coll_offload_usable(c, 0, KNIT_BYTE, NULL)) {
+    if (!req) {
         knit_status_t st = kn_coll_offload_allreduce(c, NULL, NULL, 0, KNIT_BYTE, NULL);
         if (st != KNIT_ERR_NOT_SUPPORTED)
             return st;
@@ -443,7 +443,7 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
 {
     CHECK(member(c) && op_ok(op, t) && (!count || (sb && rb)));
     size_t bytes = count * knit_dtype_size(t);
-    if (!req && count && kn_coll_offload_usable(c, bytes, t, op)) {
+    if (!req && count) {
         knit_status_t st = kn_coll_offload_allreduce(c, sb, rb, count, t, op);
         if (st != KNIT_ERR_NOT_SUPPORTED)
             return st;

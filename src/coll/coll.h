@@ -85,11 +85,10 @@ struct knit_comm {
 /* At knit_init, on every rank (collective): load the built-in module where
  * KNIT_COLL_OFFLOAD=on; a failure warns and leaves the hosts' algorithms. */
 knit_status_t kn_coll_offload_start(knit_ctx_t *ctx);
-/* Whether a blocking barrier (op NULL) or allreduce of bytes goes to the
- * agents and the switch. */
-int kn_coll_offload_usable(const knit_comm_t *c, size_t bytes, knit_dtype_t t, const knit_op_t *op);
-/* op NULL: a barrier.  KNIT_ERR_NOT_SUPPORTED: the module faulted (every
- * member is told so), the caller runs the hosts' algorithm instead. */
+/* A blocking allreduce, or a barrier (op NULL), by the agents and the
+ * switch.  KNIT_ERR_NOT_SUPPORTED: not for them (off, no module, a user op,
+ * too large), or the module faulted (every member is told so): the caller
+ * runs the hosts' algorithm instead. */
 knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
                                         const knit_op_t *op);
 

@@ -66,7 +66,7 @@ knit_status_t kn_coll_offload_start(knit_ctx_t *ctx)
     return KNIT_OK; /* the job goes on without it */
 }
 
-int kn_coll_offload_usable(const knit_comm_t *c, size_t bytes, knit_dtype_t t, const knit_op_t *op)
+static int usable(const knit_comm_t *c, size_t bytes, knit_dtype_t t, const knit_op_t *op)
 {
     if (!O.mod || O.failed || bytes > KN_COLL_MOD_MAX_BYTES || c->nnodes > KN_COLL_MOD_MAX_NODES)
         return 0;
@@ -77,6 +77,8 @@ knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb
                                         const knit_op_t *op)
 {
     size_t bytes = op ? count * knit_dtype_size(t) : 0;
+    if (!usable(c, bytes, t, op))
+        return KNIT_ERR_NOT_SUPPORTED;
     kn_coll_mod_args_t a = {.version = KN_COLL_MOD_VERSION,
                             .comm = c->cid,
                             .first = c->ranks[0],

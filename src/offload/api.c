@@ -455,9 +455,9 @@ static void wait_op(knit_mreq_t *r)
  * widen to the job's cpus.  Not for modules on the daemon's thread: the
  * daemon alone slips in beside a bound rank (0.72-0.75 us bound, 0.74-2.1
  * free to move). */
-static void unbind_crowded(void)
+static void unbind_crowded(int inprocess)
 {
-    if (!C.p.p2p || kn_cfg.module_isolation != 0)
+    if (!C.p.p2p || inprocess || kn_cfg.module_isolation != 0)
         return;
     kn_p2p_limits_t l;
     kn_p2p_get_limits(C.p.p2p, &l);
@@ -672,8 +672,7 @@ static knit_status_t module_load(knit_ctx_t *ctx, const char *path, int where, i
         snprintf(m->name, sizeof(m->name), "%.*s", (int)sizeof(m->name) - 1, base_name(path));
         kn_list_push_back(&C.modules, &m->link);
         *out = m;
-        if (!inprocess)
-            unbind_crowded();
+        unbind_crowded(inprocess);
         return KNIT_OK;
     }
     set_error("%.*s", (int)r->inl_len, r->inl_len ? (const char *)r->inl : knit_strerror(st));

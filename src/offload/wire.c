@@ -39,9 +39,10 @@ static int text_ok(const char *p, uint64_t len)
 int kn_wire_body_ok(const kn_wire_t *w, const void *p, uint64_t len)
 {
     switch (w->type) {
-    case W_LOAD:
-        return len >= KNIT_MOD_NAME_MAX && (w->b & ~(uint64_t)KN_OFF_LOAD_INPROCESS) >= KNIT_MOD_AT_AGENT &&
-               (w->b & ~(uint64_t)KN_OFF_LOAD_INPROCESS) <= KNIT_MOD_AT_HOST;
+    case W_LOAD: {
+        uint64_t where = w->b & ~(uint64_t)KN_OFF_LOAD_INPROCESS;
+        return len >= KNIT_MOD_NAME_MAX && where >= KNIT_MOD_AT_AGENT && where <= KNIT_MOD_AT_HOST;
+    }
     case W_LOAD_ACK:
     case W_LOAD_DONE:
     case W_FAULT:
@@ -113,15 +114,16 @@ knit_status_t kn_off_sqe_read(const kn_off_sqe_t *shared, kn_off_sqe_t *q, const
         if (q->addr ? q->inl != 0 || q->len > KN_OFF_MSG_MAX : q->inl != q->len)
             bad = "malformed request entry";
         break;
-    case KN_SQ_LOAD:
+    case KN_SQ_LOAD: {
         /* reserved 1: rank 0 could not read the file; the inline text is
          * the reason every rank gets */
+        unsigned where = q->flags & ~KN_OFF_LOAD_INPROCESS;
         if (q->reserved == 1 ? !q->inl || q->data[q->inl - 1]
                              : !q->inl || q->inl > KNIT_MOD_NAME_MAX || q->data[q->inl - 1] ||
-                                   (q->flags & ~KN_OFF_LOAD_INPROCESS) < KNIT_MOD_AT_AGENT ||
-                                   (q->flags & ~KN_OFF_LOAD_INPROCESS) > KNIT_MOD_AT_SWITCH || !q->addr)
+                                   where < KNIT_MOD_AT_AGENT || where > KNIT_MOD_AT_SWITCH || !q->addr)
             bad = "malformed load entry";
         break;
+    }
     }
 out:
     if (bad) {

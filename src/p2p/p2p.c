@@ -1116,7 +1116,6 @@ int kn_p2p_progress(struct kn_p2p *p2p)
  * core for yield_ns, then sleep in the transports (when there is no local
  * work that only this process can drive).
  */
-
 static int sleep_until(struct kn_p2p *p2p, const int *extra, int nextra, uint64_t timeout_ns,
                        int (*ready)(void *), void *arg)
 {
