@@ -226,11 +226,9 @@ static int via_staged(knit_comm_t *c, knit_coll_request_t **req, int algo, int s
 static knit_status_t do_barrier(knit_comm_t *c, knit_coll_request_t **req)
 {
     CHECK(member(c));
-    if (!req) {
-        knit_status_t st = kn_coll_offload_allreduce(c, NULL, NULL, 0, KNIT_BYTE, NULL);
-        if (st != KNIT_ERR_NOT_SUPPORTED)
-            return st;
-    }
+    knit_status_t st = kn_coll_offload(c, KN_COLL_MOD_BARRIER, NULL, NULL, 0, KNIT_BYTE, NULL, -1, req);
+    if (st != KNIT_ERR_NOT_SUPPORTED)
+        return st;
     if (via_shm(c, req, kn_cfg.coll_barrier, 0)) {
         kn_shmc_barrier(c);
         return KNIT_OK;
@@ -303,6 +301,9 @@ static knit_status_t do_bcast(knit_comm_t *c, void *buf, size_t count, knit_dtyp
 {
     CHECK(member(c) && dtype_ok(t) && root_ok(c, root) && (buf || !count));
     size_t bytes = count * knit_dtype_size(t);
+    knit_status_t st = kn_coll_offload(c, KN_COLL_MOD_BCAST, NULL, buf, count, t, NULL, root, req);
+    if (st != KNIT_ERR_NOT_SUPPORTED)
+        return st;
     if (count && via_shm(c, req, kn_cfg.coll_bcast, bytes)) {
         kn_shmc_bcast(c, buf, bytes, root);
         return KNIT_OK;
@@ -364,6 +365,9 @@ static knit_status_t do_reduce(knit_comm_t *c, const void *sb, void *rb, size_t 
     int me = c->g.rank;
     CHECK(!count || ((sb || (IN_PLACE(sb) && me == root)) && (me != root || rb)));
     CHECK(!IN_PLACE(sb) || me == root);
+    knit_status_t st = kn_coll_offload(c, KN_COLL_MOD_REDUCE, sb, rb, count, t, op, root, req);
+    if (st != KNIT_ERR_NOT_SUPPORTED)
+        return st;
     if (count && via_shm(c, req, kn_cfg.coll_reduce, count * knit_dtype_size(t))) {
         kn_shmc_reduce(c, IN_PLACE(sb) ? rb : sb, rb, count, t, op, root);
         return KNIT_OK;
@@ -443,11 +447,9 @@ static knit_status_t do_allreduce(knit_comm_t *c, const void *sb, void *rb, size
 {
     CHECK(member(c) && op_ok(op, t) && (!count || (sb && rb)));
     size_t bytes = count * knit_dtype_size(t);
-    if (!req && count) {
-        knit_status_t st = kn_coll_offload_allreduce(c, sb, rb, count, t, op);
-        if (st != KNIT_ERR_NOT_SUPPORTED)
-            return st;
-    }
+    knit_status_t st = kn_coll_offload(c, KN_COLL_MOD_ALLREDUCE, sb, rb, count, t, op, -1, req);
+    if (st != KNIT_ERR_NOT_SUPPORTED)
+        return st;
     if (count && via_shm(c, req, kn_cfg.coll_allreduce, bytes)) {
         kn_shmc_reduce(c, IN_PLACE(sb) ? rb : sb, rb, count, t, op, -1);
         return KNIT_OK;

@@ -21,6 +21,7 @@
 #define KN_COLL_COLL_H
 
 #include "knit.h"
+#include "coll/coll_mod.h"
 #include "p2p/p2p.h"
 #include "util/list.h"
 
@@ -82,15 +83,25 @@ struct knit_comm {
 
 /* ------------------------------------------------ offloaded (offload.c) */
 
+typedef struct kn_coll_off kn_coll_off_t;
+
 /* At knit_init, on every rank (collective): load the built-in module where
  * KNIT_COLL_OFFLOAD=on; a failure warns and leaves the hosts' algorithms. */
 knit_status_t kn_coll_offload_start(knit_ctx_t *ctx);
-/* A blocking allreduce, or a barrier (op NULL), by the agents and the
- * switch.  KNIT_ERR_NOT_SUPPORTED: not for them (off, no module, a user op,
- * too large), or the module faulted (every member is told so): the caller
- * runs the hosts' algorithm instead. */
-knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
-                                        const knit_op_t *op);
+/* A barrier, broadcast (rb the buffer), reduce or allreduce (kind
+ * KN_COLL_MOD_*) by the agents and the switch; blocking, or started with
+ * req.  KNIT_ERR_NOT_SUPPORTED: not for them (off, no module, a user op,
+ * too large), or the blocking one found the module faulted (every member
+ * does): the caller runs the hosts' algorithm instead. */
+knit_status_t kn_coll_offload(knit_comm_t *c, int kind, const void *sb, void *rb, size_t count, knit_dtype_t t,
+                              const knit_op_t *op, int root, knit_coll_request_t **req);
+/* The schedules' side (sched.c) of a nonblocking one: look at its
+ * completion (the events seen; sets done); whether the module faulted on
+ * it; then build the hosts' form in it; free its state. */
+int kn_coll_offload_poll(knit_coll_request_t *s);
+int kn_coll_offload_faulted(const knit_coll_request_t *s);
+void kn_coll_offload_fallback(knit_coll_request_t *s);
+void kn_coll_offload_free(kn_coll_off_t *o);
 
 /* ---------------------------------------------------------- reductions */
 
@@ -140,6 +151,7 @@ struct knit_coll_request {
     unsigned send_flags;        /* kn_p2p_isend flags of every send */
     const kn_step_t *copying;   /* a large copy of the round, done in slices */
     size_t copied;              /* bytes of it done */
+    kn_coll_off_t *off;         /* offloaded: no steps, a module request */
 };
 
 kn_sched_t *kn_sched_new(knit_comm_t *comm, knit_dtype_t dtype, const knit_op_t *op);
@@ -155,6 +167,9 @@ void kn_sched_reduce_r(kn_sched_t *s, void *src, void *dst, size_t count);
 void kn_sched_round(kn_sched_t *s);
 /* Start it (runs what can run now) and put it on the active list. */
 knit_status_t kn_sched_start(kn_sched_t *s);
+/* s takes over h's collective (h is started; s keeps its place on the
+ * active list, h's shell is freed). */
+void kn_sched_adopt(kn_sched_t *s, kn_sched_t *h);
 /* Run to completion and free; returns the collective's result. */
 knit_status_t kn_sched_wait(kn_sched_t *s);
 void kn_sched_free(kn_sched_t *s);

@@ -1,7 +1,7 @@
 /*
- * What the library and the built-in collectives module (modules/coll.c)
- * share: a rank's request, and the combining (src/coll/op.c, compiled
- * into the module too: the same kernels as the host collectives).
+ * What the library and the built-in collectives module (modules/builtin/
+ * coll.c) share: a rank's request, and the combining (src/coll/op.c,
+ * compiled into the module too: the same kernels as the host collectives).
  */
 #ifndef KN_COLL_COLL_MOD_H
 #define KN_COLL_COLL_MOD_H
@@ -9,21 +9,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KN_COLL_MOD_VERSION 1u
+#define KN_COLL_MOD_VERSION 2u
 #define KN_COLL_MOD_MAX_NODES 4096
 #define KN_COLL_MOD_MAX_BYTES (1u << 20) /* one vector; larger ones stay on the hosts */
+/* results up to this size come back in the completion; larger ones the
+ * agent writes into the rank's buffer (a.result) itself */
+#define KN_COLL_MOD_INLINE 192u
 
-/* A rank's request: this header, then its vector (bytes). */
+enum { KN_COLL_MOD_BARRIER = 1, KN_COLL_MOD_BCAST, KN_COLL_MOD_REDUCE, KN_COLL_MOD_ALLREDUCE };
+
+/* A rank's request: this header, then its vector (bytes; a broadcast's
+ * non-root members send none). */
 typedef struct kn_coll_mod_args {
     uint32_t version;      /* KN_COLL_MOD_VERSION */
+    uint32_t kind;         /* KN_COLL_MOD_* */
     uint32_t comm;         /* the communicator's context id, and its first */
     int32_t first;         /* member's job rank (disjoint ones share ids) */
     uint32_t dtype, redop; /* knit_dtype_t, knit_op_kind_t */
     uint64_t seq;          /* the communicator's offloaded-collective number */
-    uint64_t bytes;        /* 0: a barrier */
+    uint64_t bytes;        /* the vector's size (0: a barrier) */
+    uint64_t result;       /* where this rank's result goes, in its memory */
     int32_t nlocal, lrank; /* the communicator's members on this node; this one's index */
     int32_t nnodes, nidx;  /* nodes with members; this node's index among them */
+    int32_t root_nidx;     /* bcast, reduce: the root's node index (-1: none) */
+    int32_t root_lrank;    /* its index on this node (-1: the root is elsewhere) */
     uint32_t flags;        /* KN_COLL_MOD_F_* */
+    uint32_t pad;
 } kn_coll_mod_args_t;
 
 /* the tests' injected fault (KNIT_COLL_OFFLOAD_FAULT): the agent's handler

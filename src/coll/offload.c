@@ -1,14 +1,21 @@
 /*
- * Offloaded collectives (docs/collectives.md, "In the network"): barrier
- * and allreduce handed to the node's agent, combined there and in the
- * switch by the built-in module modules/builtin/coll.c, which the library
- * carries (scripts/embed.sh) and loads into every daemon at knit_init
- * where KNIT_COLL_OFFLOAD=on.  A rank hands over its vector and picks up
- * the result: one module request.
+ * Offloaded collectives (docs/collectives.md, "In the network"): barrier,
+ * broadcast, reduce and allreduce handed to the node's agent, combined
+ * there and in the switch by the built-in module modules/builtin/coll.c,
+ * which the library carries (scripts/embed.sh) and loads into every
+ * daemon at knit_init where KNIT_COLL_OFFLOAD=on.  A rank hands over its
+ * vector and picks up the result: one module request.  The agent writes
+ * the result into the rank's buffer and completes the request itself, so
+ * a nonblocking one completes while the rank computes; its schedule
+ * (kn_sched_t with `off`) only looks at the completion queue.
  *
- * Not offloaded (the host algorithms run): nonblocking calls, user-defined
- * ops, REPLACE / NO_OP, vectors above KN_COLL_MOD_MAX_BYTES, and every
- * call once the module could not be loaded (a warning says why).
+ * Not offloaded (the host algorithms run): user-defined ops, REPLACE /
+ * NO_OP, vectors above KN_COLL_MOD_MAX_BYTES, and every call once the
+ * module could not be loaded or faulted (a warning says why).  A fault
+ * fails every open request of the module on every daemon, so every
+ * member learns it and redoes that collective on the hosts: a blocking
+ * one at once, a nonblocking one under the collective number it took at
+ * its start (the members may find out in different orders).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -66,58 +73,211 @@ knit_status_t kn_coll_offload_start(knit_ctx_t *ctx)
     return KNIT_OK; /* the job goes on without it */
 }
 
-static int usable(const knit_comm_t *c, size_t bytes, knit_dtype_t t, const knit_op_t *op)
+/* A nonblocking offloaded collective: its request, and the call, for the
+ * hosts to redo after a fault. */
+struct kn_coll_off {
+    knit_comm_t *comm;
+    knit_mreq_t *mreq;
+    char *args;          /* the request: header, vector (read by the agent) */
+    int kind, root;
+    const void *sb;
+    void *rb;
+    size_t count, inl;   /* inl: result bytes in the completion */
+    knit_dtype_t dtype;
+    knit_op_t op;
+    int faulted;
+};
+
+static int usable(const knit_comm_t *c, int kind, size_t bytes, knit_dtype_t t, const knit_op_t *op)
 {
-    if (!O.mod || O.failed || bytes > KN_COLL_MOD_MAX_BYTES || c->nnodes > KN_COLL_MOD_MAX_NODES)
+    if (!O.mod || O.failed || c->nnodes > KN_COLL_MOD_MAX_NODES)
+        return 0;
+    if (kind == KN_COLL_MOD_BARRIER)
+        return 1;
+    if (!bytes || bytes > KN_COLL_MOD_MAX_BYTES)
         return 0;
     return !op || (op->kind != KNIT_OP_USER && kn_coll_reduce_fn(op->kind, t) != NULL);
 }
 
-knit_status_t kn_coll_offload_allreduce(knit_comm_t *c, const void *sb, void *rb, size_t count, knit_dtype_t t,
-                                        const knit_op_t *op)
+/* The member's index on its node of comm rank cr, or -1. */
+static int local_of(const knit_comm_t *c, int cr)
 {
-    size_t bytes = op ? count * knit_dtype_size(t) : 0;
-    if (!usable(c, bytes, t, op))
-        return KNIT_ERR_NOT_SUPPORTED;
+    for (int i = 0; i < c->local.size; i++)
+        if (c->local_cr[i] == cr)
+            return i;
+    return -1;
+}
+
+/* The request of one collective: header, then this member's vector (*len
+ * bytes in all, malloc'ed where it does not fit in small); *inl: the
+ * result bytes that come back in the completion. */
+static char *build(knit_comm_t *c, int kind, const void *sb, void *rb, size_t count, knit_dtype_t t,
+                   const knit_op_t *op, int root, char *small, size_t small_len, size_t *len, size_t *inl)
+{
+    int me = c->g.rank, rooted = kind == KN_COLL_MOD_BCAST || kind == KN_COLL_MOD_REDUCE;
+    size_t bytes = kind == KN_COLL_MOD_BARRIER ? 0 : count * knit_dtype_size(t);
     kn_coll_mod_args_t a = {.version = KN_COLL_MOD_VERSION,
+                            .kind = (uint32_t)kind,
                             .comm = c->cid,
                             .first = c->ranks[0],
                             .dtype = (uint32_t)t,
                             .redop = op ? (uint32_t)op->kind : 0,
                             .seq = ++c->off_seq,
                             .bytes = bytes,
+                            .result = (uint64_t)(uintptr_t)rb,
                             .nlocal = c->local.size,
                             .lrank = c->local.rank,
                             .nnodes = c->nnodes,
-                            .nidx = c->node_idx[c->g.rank]};
-    if (kn_cfg.coll_offload_fault && c->off_seq == (uint64_t)kn_cfg.coll_offload_fault && c->g.rank == 0)
+                            .nidx = c->node_idx[me],
+                            .root_nidx = rooted ? c->node_idx[root] : -1,
+                            .root_lrank = rooted && c->node_idx[root] == c->node_idx[me] ? local_of(c, root) : -1};
+    if (kn_cfg.coll_offload_fault && c->off_seq == (uint64_t)kn_cfg.coll_offload_fault && me == 0)
         a.flags |= KN_COLL_MOD_F_FAULT; /* tests: the module faults here */
-    char small[512], *args = sizeof(a) + bytes <= sizeof(small) ? small : malloc(sizeof(a) + bytes);
+    const void *vec = sb == KNIT_IN_PLACE || kind == KN_COLL_MOD_BCAST ? rb : sb;
+    size_t vlen = kind == KN_COLL_MOD_BCAST && me != root ? 0 : bytes;
+    int gets = kind == KN_COLL_MOD_ALLREDUCE || (kind == KN_COLL_MOD_REDUCE && me == root) ||
+               (kind == KN_COLL_MOD_BCAST && me != root);
+    *inl = gets && bytes <= KN_COLL_MOD_INLINE ? bytes : 0;
+    *len = sizeof(a) + vlen;
+    char *args = *len <= small_len ? small : malloc(*len);
+    if (args) {
+        memcpy(args, &a, sizeof(a));
+        if (vlen)
+            memcpy(args + sizeof(a), vec, vlen);
+    }
+    return args;
+}
+
+/* The module faulted (every daemon failed its open requests, a fault is
+ * told to all): the hosts' algorithms from now on, one warning. */
+static void note_fault(const knit_comm_t *c)
+{
+    if (!O.failed && c->g.rank == 0)
+        kn_warn("the collectives module faulted (%s): the hosts' algorithms do the collectives from now on",
+                knit_module_last_error(O.ctx));
+    O.failed = 1;
+}
+
+static knit_status_t start_nb(knit_comm_t *c, int kind, const void *sb, void *rb, size_t count, knit_dtype_t t,
+                              const knit_op_t *op, int root, knit_coll_request_t **req)
+{
+    kn_sched_t *s = kn_sched_new(c, t, op); /* takes the collective number the hosts' form would */
+    kn_coll_off_t *o = s ? calloc(1, sizeof(*o)) : NULL;
+    if (!o) {
+        kn_sched_free(s);
+        return KNIT_ERR_NOMEM;
+    }
+    s->off = o;
+    *o = (kn_coll_off_t){.comm = c, .kind = kind, .root = root, .sb = sb, .rb = rb, .count = count, .dtype = t};
+    if (op)
+        o->op = *op;
+    size_t len;
+    o->args = build(c, kind, sb, rb, count, t, op, root, NULL, 0, &len, &o->inl);
+    knit_status_t st = o->args ? knit_module_request(O.mod, o->args, len, &o->mreq) : KNIT_ERR_NOMEM;
+    if (st == KNIT_OK)
+        st = kn_sched_start(s);
+    if (st != KNIT_OK) {
+        kn_sched_free(s);
+        return st;
+    }
+    *req = s;
+    return KNIT_OK;
+}
+
+knit_status_t kn_coll_offload(knit_comm_t *c, int kind, const void *sb, void *rb, size_t count, knit_dtype_t t,
+                              const knit_op_t *op, int root, knit_coll_request_t **req)
+{
+    size_t bytes = count * knit_dtype_size(t);
+    if (!usable(c, kind, bytes, t, op))
+        return KNIT_ERR_NOT_SUPPORTED;
+    if (req)
+        return start_nb(c, kind, sb, rb, count, t, op, root, req);
+    char small[512], res[KN_COLL_MOD_INLINE];
+    size_t len, inl, got = 0;
+    char *args = build(c, kind, sb, rb, count, t, op, root, small, sizeof(small), &len, &inl);
     if (!args)
         return KNIT_ERR_NOMEM;
-    memcpy(args, &a, sizeof(a));
-    if (bytes)
-        memcpy(args + sizeof(a), sb == KNIT_IN_PLACE ? rb : sb, bytes);
     knit_mreq_t *r;
-    size_t got = 0;
-    knit_status_t st = knit_module_request(O.mod, args, sizeof(a) + bytes, &r);
+    knit_status_t st = knit_module_request(O.mod, args, len, &r);
     if (st == KNIT_OK)
-        st = knit_request_wait(&r, rb, bytes, &got);
-    if (st == KNIT_ERR_MODULE_FAULT && sb == KNIT_IN_PLACE && bytes)
-        memcpy(rb, args + sizeof(a), bytes); /* the fault's text went there: the input again, for the hosts */
+        st = knit_request_wait(&r, res, inl, &got);
     if (args != small)
         free(args);
-    if (st == KNIT_OK && got != bytes)
+    if (st == KNIT_OK && got != inl)
         st = KNIT_ERR_PROTO;
-    if (st == KNIT_ERR_MODULE_FAULT) {
-        /* every daemon disabled it and failed its open requests (a fault
-         * is told to all): every member gets here, none got a result, and
-         * all do this collective again on the hosts */
-        if (!O.failed && c->g.rank == 0)
-            kn_warn("the collectives module faulted (%s): the hosts' algorithms do the collectives from now on",
-                    knit_module_last_error(O.ctx));
-        O.failed = 1;
+    if (st == KNIT_OK && inl)
+        memcpy(rb, res, inl);
+    if (st == KNIT_ERR_MODULE_FAULT) { /* every member gets here: all redo it on the hosts */
+        note_fault(c);
         return KNIT_ERR_NOT_SUPPORTED;
     }
     return st;
+}
+
+int kn_coll_offload_poll(kn_sched_t *s)
+{
+    kn_coll_off_t *o = s->off;
+    if (o->faulted)
+        return 0;
+    char res[KN_COLL_MOD_INLINE];
+    size_t got = 0;
+    int done;
+    knit_status_t st = kn_off_request_try(&o->mreq, &done, res, o->inl, &got);
+    if (!done)
+        return 0;
+    if (st == KNIT_ERR_MODULE_FAULT) {
+        note_fault(o->comm);
+        o->faulted = 1; /* the schedule's owner calls kn_coll_offload_fallback */
+        return 1;
+    }
+    if (st == KNIT_OK && got != o->inl)
+        st = KNIT_ERR_PROTO;
+    if (st == KNIT_OK && o->inl)
+        memcpy(o->rb, res, o->inl);
+    s->result = st;
+    s->done = 1;
+    return 1;
+}
+
+int kn_coll_offload_faulted(const kn_sched_t *s)
+{
+    return s->off && s->off->faulted;
+}
+
+/* The hosts' form of s's collective, under s's collective number, in s. */
+void kn_coll_offload_fallback(kn_sched_t *s)
+{
+    kn_coll_off_t *o = s->off;
+    knit_comm_t *c = o->comm;
+    uint32_t seq = c->seq;
+    c->seq = s->tag >> KN_COLL_SUB_BITS;
+    knit_coll_request_t *h = NULL;
+    knit_status_t st;
+    switch (o->kind) {
+    case KN_COLL_MOD_BARRIER:
+        st = knit_ibarrier(c, &h);
+        break;
+    case KN_COLL_MOD_BCAST:
+        st = knit_ibcast(c, o->rb, o->count, o->dtype, o->root, &h);
+        break;
+    case KN_COLL_MOD_REDUCE:
+        st = knit_ireduce(c, o->sb, o->rb, o->count, o->dtype, &o->op, o->root, &h);
+        break;
+    default:
+        st = knit_iallreduce(c, o->sb, o->rb, o->count, o->dtype, &o->op, &h);
+        break;
+    }
+    c->seq = seq;
+    if (st != KNIT_OK) {
+        s->result = st;
+        s->done = 1;
+        return;
+    }
+    kn_sched_adopt(s, h);
+}
+
+void kn_coll_offload_free(kn_coll_off_t *o)
+{
+    free(o->args);
+    free(o);
 }

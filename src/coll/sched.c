@@ -38,6 +38,7 @@ struct kn_coll {
     int rank, size;
     int *node_of;
     kn_list_t active;
+    kn_list_t faulted;       /* offloaded ones whose module faulted: redone on the hosts */
     knit_comm_t *world;
     char jobid[64];
     kn_sched_t *cache[SCHED_CACHE];
@@ -151,6 +152,7 @@ kn_sched_t *kn_sched_new(knit_comm_t *comm, knit_dtype_t dtype, const knit_op_t 
     s->done = s->active = s->nomem = 0;
     s->send_flags = 0;
     s->copying = NULL;
+    s->off = NULL;
     kn_list_init(&s->link);
     return s;
 }
@@ -353,6 +355,8 @@ static void start_round(kn_sched_t *s)
 /* Returns the events seen (rounds that moved on). */
 static int advance(kn_sched_t *s)
 {
+    if (s->off)
+        return kn_coll_offload_poll(s);
     int events = 0;
     for (;;) {
         if (s->copying && copy_slice(s))
@@ -391,9 +395,38 @@ static int coll_progress(void *arg)
         if (s->done) {
             kn_list_del(&s->link);
             s->active = 0;
+        } else if (kn_coll_offload_faulted(s)) {
+            kn_list_del(&s->link);
+            kn_list_push_back(&c->faulted, &s->link);
         }
     }
+    /* not while walking the list: the hosts' form starts (and joins it) */
+    while (!kn_list_empty(&c->faulted)) {
+        kn_sched_t *s = kn_list_first(&c->faulted, kn_sched_t, link);
+        kn_list_del(&s->link);
+        kn_list_init(&s->link);
+        s->active = 0;
+        kn_coll_offload_fallback(s);
+        if (!s->done) {
+            kn_list_push_back(&c->active, &s->link);
+            s->active = 1;
+        }
+        events++;
+    }
     return events;
+}
+
+void kn_sched_adopt(kn_sched_t *s, kn_sched_t *h)
+{
+    if (h->active)
+        kn_list_del(&h->link);
+    kn_sched_t mine = *s;
+    *s = *h;
+    *h = mine; /* h now holds what s owned: freed below */
+    s->link = h->link;
+    s->active = h->active;
+    h->active = 0;
+    kn_sched_free(h);
 }
 
 knit_status_t kn_sched_start(kn_sched_t *s)
@@ -424,6 +457,10 @@ void kn_sched_free(kn_sched_t *s)
     for (int i = 0; i < s->nallocs; i++)
         scratch_put(c, s->allocs[i]);
     s->nallocs = 0;
+    if (s->off) {
+        kn_coll_offload_free(s->off);
+        s->off = NULL;
+    }
     if (s->active) {
         kn_list_del(&s->link);
         s->active = 0;
@@ -469,6 +506,7 @@ knit_status_t kn_coll_create(const kn_coll_params_t *p, kn_coll_t **out)
     c->size = p->size;
     snprintf(c->jobid, sizeof(c->jobid), "%s", p->jobid ? p->jobid : "");
     kn_list_init(&c->active);
+    kn_list_init(&c->faulted);
     the_coll = c;
     int *all = malloc((size_t)p->size * sizeof(int));
     knit_status_t st = all ? KNIT_OK : KNIT_ERR_NOMEM;

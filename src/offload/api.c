@@ -239,28 +239,50 @@ static void check_socket(void)
     }
 }
 
-/* Sleep until the agent rings (or its socket ends), after announcing it;
- * returns at once if a completion came in meanwhile. */
-static void sleep_on_agent(void)
+/* Before a sleep (this one's, or the point-to-point engine's: its sleep
+ * hook): announce it, so that the agent rings after its next completion,
+ * and wait on the ring and on the socket too.  -1: a completion came in
+ * meanwhile (no sleep). */
+static int sleep_arm(void *arg, int *fds, int max)
 {
+    (void)arg;
+    if (!C.slot || C.agent_dead || max < 2)
+        return 0;
     __atomic_store_n(&C.slot->rank_sleeping, 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&C.slot->cq_tail, __ATOMIC_ACQUIRE) == C.slot->cq_head) {
-        if (C.p.p2p) { /* point-to-point traffic wakes us as well */
-            int fds[2] = {C.evfd, C.sock};
-            if (kn_p2p_sleep(C.p.p2p, fds, 2, KN_NSEC_PER_SEC))
-                check_socket();
-        } else {
-            struct pollfd pfd[2] = {{.fd = C.evfd, .events = POLLIN}, {.fd = C.sock, .events = POLLIN}};
-            int n = poll(pfd, 2, 1000);
-            if (n > 0 && pfd[1].revents)
-                check_socket();
-        }
+    if (__atomic_load_n(&C.slot->cq_tail, __ATOMIC_ACQUIRE) != C.slot->cq_head) {
+        __atomic_store_n(&C.slot->rank_sleeping, 0, __ATOMIC_RELAXED);
+        return -1;
     }
+    fds[0] = C.evfd;
+    fds[1] = C.sock;
+    return 2;
+}
+
+static void sleep_disarm(void *arg)
+{
+    (void)arg;
     __atomic_store_n(&C.slot->rank_sleeping, 0, __ATOMIC_RELAXED);
     uint64_t v;
     if (read(C.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         kn_debug("eventfd read: %m");
+    check_socket();
+}
+
+/* Sleep until the agent rings (or its socket ends); returns at once if a
+ * completion came in meanwhile.  Point-to-point traffic wakes it too. */
+static void sleep_on_agent(void)
+{
+    if (C.p.p2p) { /* its sleep hook is ours */
+        kn_p2p_sleep(C.p.p2p, NULL, 0, KN_NSEC_PER_SEC);
+        return;
+    }
+    int fds[2];
+    if (sleep_arm(NULL, fds, 2) <= 0)
+        return;
+    struct pollfd pfd[2] = {{.fd = fds[0], .events = POLLIN}, {.fd = fds[1], .events = POLLIN}};
+    (void)poll(pfd, 2, 1000);
+    sleep_disarm(NULL);
 }
 
 /* Point-to-point and collectives move on while a rank waits on a module
@@ -496,6 +518,8 @@ knit_status_t kn_off_open(const kn_off_params_t *p)
     C.open = 1;
     if (!p->agent)
         return KNIT_OK;
+    if (p->p2p)
+        kn_p2p_set_sleep_hook(p->p2p, sleep_arm, sleep_disarm, NULL);
     /* the agent publishes this key once its socket listens */
     char key[64], v[8];
     size_t vl;
@@ -544,6 +568,8 @@ void kn_off_close(void)
 {
     if (!C.open)
         return;
+    if (C.p.p2p && C.p.agent)
+        kn_p2p_set_sleep_hook(C.p.p2p, NULL, NULL, NULL);
     while (!kn_list_empty(&C.modules)) {
         knit_module_t *m = kn_list_first(&C.modules, knit_module_t, link);
         if (m->where == KNIT_MODULE_HOST) {
@@ -839,6 +865,22 @@ knit_status_t knit_request_test(knit_mreq_t **req, int *done, void *result, size
     if (!r->done)
         return KNIT_OK;
     return finish_req(req, result, cap, len);
+}
+
+/* knit_request_test for the progress hook of the collectives (no
+ * progress, no system call: the engine's sleep checks the socket). */
+knit_status_t kn_off_request_try(knit_mreq_t **req, int *done, void *result, size_t cap, size_t *len)
+{
+    knit_mreq_t *r = *req;
+    if (!r->done) {
+        drain();
+        if (C.agent_dead && !r->done) {
+            r->done = 1;
+            r->status = KNIT_ERR_PEER;
+        }
+    }
+    *done = r->done;
+    return r->done ? finish_req(req, result, cap, len) : KNIT_OK;
 }
 
 knit_status_t knit_request_wait(knit_mreq_t **req, void *result, size_t cap, size_t *len)

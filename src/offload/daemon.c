@@ -679,6 +679,8 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
         kn_dmn.host_procs = 0;
     kn_dmn.spin = kn_cfg.agent_spin;
     kn_dmn.crowded = kn_dmn.host_procs + 1 > kn_cpus_host();
+    if (kn_cfg.agent_slice)
+        (void)kn_cpus_set_slice(kn_cfg.agent_slice); /* a woken daemon runs at once (cpus.h) */
     kn_list_init(&kn_dmn.timers);
     kn_list_init(&kn_dmn.selfq);
     const char *sizes = getenv(KN_ENV_NODE_SIZES), *cookie = getenv(KN_ENV_COOKIE);

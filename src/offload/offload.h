@@ -224,5 +224,8 @@ void kn_off_close(void);
 /* knit_module_load at the agents (collective) of one of the library's own
  * modules: on the daemons' threads (KN_OFF_LOAD_INPROCESS) */
 knit_status_t kn_off_load_builtin(knit_ctx_t *ctx, const char *path, knit_module_t **out);
+/* knit_request_test without progress or system calls (for progress hooks;
+ * requests at the agent or the switch only) */
+knit_status_t kn_off_request_try(knit_mreq_t **req, int *done, void *result, size_t cap, size_t *len);
 
 #endif

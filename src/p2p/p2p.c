@@ -172,6 +172,9 @@ struct kn_p2p {
     int (*hook)(void *);    /* layers above: run inside every progress call */
     void *hook_arg;
     int in_hook;
+    int (*sleep_arm)(void *, int *, int); /* layers above: what else wakes a sleep */
+    void (*sleep_disarm)(void *);
+    void *sleep_arg;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -1123,7 +1126,20 @@ static int sleep_until(struct kn_p2p *p2p, const int *extra, int nextra, uint64_
         sched_yield();
         return 0;
     }
-    return kn_tl_sleep(p2p->tls, p2p->ntls, extra, nextra, timeout_ns, ready, arg);
+    int fds[4], n = 0, armed = 0;
+    for (int i = 0; i < nextra && n < 4; i++)
+        fds[n++] = extra[i];
+    if (p2p->sleep_arm) {
+        int k = p2p->sleep_arm(p2p->sleep_arg, fds + n, 4 - n);
+        if (k < 0)
+            return 0; /* the layer above has work already */
+        n += k;
+        armed = k > 0;
+    }
+    int woke = kn_tl_sleep(p2p->tls, p2p->ntls, fds, n, timeout_ns, ready, arg);
+    if (armed)
+        p2p->sleep_disarm(p2p->sleep_arg);
+    return woke;
 }
 
 int kn_p2p_sleep(struct kn_p2p *p2p, const int *extra, int nextra, uint64_t timeout_ns)
@@ -1556,6 +1572,13 @@ void kn_p2p_set_wait(struct kn_p2p *p2p, int local_procs)
 void kn_p2p_get_limits(const struct kn_p2p *p2p, kn_p2p_limits_t *l)
 {
     *l = p2p->lim;
+}
+
+void kn_p2p_set_sleep_hook(struct kn_p2p *p2p, int (*arm)(void *, int *, int), void (*disarm)(void *), void *arg)
+{
+    p2p->sleep_arm = arm;
+    p2p->sleep_disarm = disarm;
+    p2p->sleep_arg = arg;
 }
 
 void kn_p2p_set_progress_hook(struct kn_p2p *p2p, int (*hook)(void *), void *arg)

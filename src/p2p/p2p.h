@@ -100,6 +100,13 @@ knit_status_t kn_p2p_imrecv(kn_p2p_t *p2p, void *buf, size_t len, knit_message_t
  * the hook skips it.  NULL removes it. */
 void kn_p2p_set_progress_hook(kn_p2p_t *p2p, int (*hook)(void *), void *arg);
 
+/* What else ends a sleep of the engine's waits (the offload layer: the
+ * agent's completions).  arm, just before sleeping, adds up to max file
+ * descriptors to wait on and returns how many, or -1 when there is work
+ * already (nothing sleeps); disarm runs after a sleep it armed (k > 0).
+ * NULL removes it. */
+void kn_p2p_set_sleep_hook(kn_p2p_t *p2p, int (*arm)(void *, int *, int), void (*disarm)(void *), void *arg);
+
 /* Whether a request has completed (no progress, request stays alive). */
 int kn_p2p_request_done(const knit_request_t *r);
 

@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "util/env.h"
 #include "util/log.h"
@@ -79,4 +81,24 @@ void kn_cpus_unbind_crowded(int host_procs, int busy_daemons)
         kn_warn("widening to cpus %s for the offload daemons: %m", v);
     else
         kn_debug("offload daemons at work on a crowded host: widened to cpus %s", v);
+}
+
+int kn_cpus_set_slice(uint64_t slice_ns)
+{
+#ifdef SYS_sched_setattr
+    /* struct sched_attr, its first version (glibc has no wrapper) */
+    struct {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+    } a = {.size = 48, .policy = SCHED_OTHER, .runtime = slice_ns};
+    if (syscall(SYS_sched_setattr, 0, &a, 0) == 0)
+        return 0;
+    kn_debug("sched_setattr (a %llu ns slice): %m", (unsigned long long)slice_ns);
+#else
+    (void)slice_ns;
+#endif
+    return -1;
 }

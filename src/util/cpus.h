@@ -7,6 +7,7 @@
 
 #include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The cpus this host gives the job's processes together: KNIT_HOST_CPUS
  * where the launcher bound each rank to a part of them, else this
@@ -25,5 +26,12 @@ int kn_cpus_parse(const char *text, cpu_set_t *out);
  * job's cpus (KNIT_UNBIND_CPUS), so that the daemon answering it can run
  * beside it instead of behind it.  Once; nothing when not bound so. */
 void kn_cpus_unbind_crowded(int host_procs, int busy_daemons);
+
+/* Ask the scheduler for time slices of slice_ns for this thread (and the
+ * processes it forks): Linux 6.12's EEVDF lets a task with a shorter
+ * slice preempt a running one as soon as it wakes, where the default
+ * (about 3 ms) makes it wait for the running task's slice to end.  0, or
+ * -1 where the kernel does not take it (earlier kernels: nothing changes). */
+int kn_cpus_set_slice(uint64_t slice_ns);
 
 #endif

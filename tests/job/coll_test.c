@@ -886,10 +886,88 @@ static void bench(knit_comm_t *c, int iters)
     free(t);
 }
 
+/* ------------------------------------------------------------ async */
+
+static void compute_ms(double ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
+}
+
+/* Asynchronous progress: start a collective, compute 10 ms without any
+ * knit call, then test once: offloaded, the agent has completed it
+ * meanwhile.  Rank 0 prints how many of them every rank found complete
+ * at that first test (the tests compare it with the hosts' algorithms,
+ * which move only inside knit calls). */
+static void async_progress(knit_comm_t *c, int iters)
+{
+    int r = knit_comm_rank(c), p = knit_comm_size(c);
+    const size_t ns[2] = {2, 16384}; /* 8 B, 64 KiB */
+    size_t nmax = ns[1];
+    uint32_t *s = xmalloc(nmax * 4), *d = xmalloc(nmax * 4);
+    env_t e = {.c = c, .r = r, .p = p};
+    uint64_t first = 0, total = 0;
+    for (int it = 0; it < iters; it++) {
+        for (int k = 0; k < 4; k++) {
+            for (int z = 0; z < 2; z++) {
+                e.n = ns[z];
+                e.root = (it + k) % p;
+                knit_coll_request_t *rq;
+                fill(s, e.n, r, 0);
+                memset(d, 0, e.n * 4);
+                OK(knit_barrier(c)); /* every member starts within microseconds */
+                switch (k) {
+                case 0:
+                    what = "async iallreduce";
+                    OK(knit_iallreduce(c, s, d, e.n, KNIT_UINT32, &SUM, &rq));
+                    break;
+                case 1:
+                    what = "async ibcast";
+                    if (r == e.root)
+                        fill(d, e.n, r, 0);
+                    OK(knit_ibcast(c, d, e.n, KNIT_UINT32, e.root, &rq));
+                    break;
+                case 2:
+                    what = "async ireduce";
+                    OK(knit_ireduce(c, s, d, e.n, KNIT_UINT32, &SUM, e.root, &rq));
+                    break;
+                default:
+                    what = "async ibarrier";
+                    OK(knit_ibarrier(c, &rq));
+                    break;
+                }
+                compute_ms(10);
+                int done;
+                OK(knit_coll_test(&rq, &done));
+                first += (uint64_t)done;
+                total++;
+                if (!done)
+                    OK(knit_coll_wait(&rq));
+                if (k == 0)
+                    expect_u32(d, e.n, ref_sum, &e, "iallreduce");
+                else if (k == 1)
+                    expect_u32(d, e.n, ref_root, &e, "ibcast");
+                else if (k == 2 && r == e.root)
+                    expect_u32(d, e.n, ref_sum, &e, "ireduce");
+            }
+        }
+    }
+    uint64_t in[2] = {first, total}, out[2];
+    OK(knit_allreduce(c, in, out, 2, KNIT_UINT64, &SUM));
+    if (r == 0)
+        printf("async: %llu of %llu complete at the first test\n", (unsigned long long)out[0],
+               (unsigned long long)out[1]);
+    free(s);
+    free(d);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: coll_test suite MAXBYTES | user | determinism | nb | late MAXSEC | errors | bench [ITERS]\n");
+        fprintf(stderr, "usage: coll_test suite MAXBYTES | user | determinism | nb | async [ITERS] | late MAXSEC | errors | bench [ITERS]\n");
         return 2;
     }
     OK(knit_init(&argc, &argv, &ctx));
@@ -917,6 +995,8 @@ int main(int argc, char **argv)
         determinism(w);
     } else if (!strcmp(cs, "nb")) {
         nonblocking(w, argc > 2 ? atoi(argv[2]) : 20);
+    } else if (!strcmp(cs, "async")) {
+        async_progress(w, argc > 2 ? atoi(argv[2]) : 3);
     } else if (!strcmp(cs, "late")) {
         late(w, argc > 2 ? atof(argv[2]) : 5.0);
     } else if (!strcmp(cs, "errors")) {

@@ -165,7 +165,7 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
         name=$(tr 'A-Z=' 'a-z.' <<<"$f")
         run "nodes3.forced.$name.n7" 180 -n 7 --nodes 3 -x "KNIT_COLL_$f" "$PROG" suite 16k
     done
-    # in the network (KNIT_COLL_OFFLOAD=on): barrier and allreduce through
+    # in the network (KNIT_COLL_OFFLOAD=on): barrier, bcast, reduce and allreduce through
     # the agents and the switch, 1 to 8 nodes, 1 to 3 ranks a node, uneven
     # nodes, sub-communicators, user ops (on the hosts), floating point
     # identical on every rank and run, vectors past the module's limit
@@ -197,6 +197,32 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
             echo "FAIL coll.offload.fault_falls_back.at$1.n$2"; tail -n 8 <<<"$out"; fails=$((fails + 1))
         fi
     done
+    # nonblocking, interleaved with the hosts' collectives and p2p
+    run offload.nodes3.nb.n6 180 -n 6 --nodes 3 -x KNIT_COLL_OFFLOAD=on "$PROG" nb 5
+    # asynchronous progress: started, 10 ms of computing without a knit
+    # call, then one test finds every offloaded one complete (the agents
+    # completed them); the hosts' algorithms, as a check that the case can
+    # fail, leave some of them open
+    async_first() { grep -o '^async: [0-9]* of [0-9]*' <<<"$1" | awk '{print $2, $4}'; }
+    on=$("$KNITRUN" --timeout 60 -n 2 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" async 2>&1)
+    off=$("$KNITRUN" --timeout 60 -n 2 --nodes 2 -x KNIT_COLL_OFFLOAD=off "$PROG" async 2>&1)
+    read -r on_done on_all <<<"$(async_first "$on")"
+    read -r off_done off_all <<<"$(async_first "$off")"
+    if grep -q "^ok " <<<"$on" && grep -q "^ok " <<<"$off" && [ -n "$on_all" ] && [ "$on_done" = "$on_all" ] &&
+        [ -n "$off_all" ] && [ "$off_done" -lt "$off_all" ]; then
+        echo "PASS coll.offload.async_progress ($on_done of $on_all offloaded, $off_done of $off_all on the hosts)"
+    else
+        echo "FAIL coll.offload.async_progress"; tail -n 4 <<<"$on"; tail -n 4 <<<"$off"; fails=$((fails + 1))
+    fi
+    # a fault on a nonblocking one (the 4th offloaded collective of the
+    # async case: an iallreduce of 64 KiB) falls back too
+    out=$("$KNITRUN" --timeout 120 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on -x KNIT_COLL_OFFLOAD_FAULT=4 \
+        "$PROG" async 1 2>&1)
+    if grep -q "^ok " <<<"$out" && [ "$(grep -c 'collectives module faulted' <<<"$out")" = 1 ]; then
+        echo "PASS coll.offload.fault_falls_back.nonblocking"
+    else
+        echo "FAIL coll.offload.fault_falls_back.nonblocking"; tail -n 8 <<<"$out"; fails=$((fails + 1))
+    fi
     # no daemons: one warning, and the hosts do them
     out=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 --no-offload -x KNIT_COLL_OFFLOAD=on "$PROG" suite 1k 2>&1)
     if grep -q "^ok " <<<"$out" && [ "$(grep -c 'collectives module could not be loaded' <<<"$out")" = 1 ]; then
