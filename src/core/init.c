@@ -438,10 +438,49 @@ knit_status_t knit_init_quiet(int *argc, char ***argv, char *why, size_t len, kn
     return st;
 }
 
+static void fmt_bytes(uint64_t b, char *buf, size_t len)
+{
+    if (b >= (1u << 20))
+        snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
+    else if (b >= 1024)
+        snprintf(buf, len, "%.1f KiB", (double)b / 1024);
+    else
+        snprintf(buf, len, "%llu B", (unsigned long long)b);
+}
+
+/* KNIT_STATS: what crossed between this rank and its "network interface":
+ * the network (libfabric: messages to and from other nodes, with their
+ * headers; RMA counted at the side that issues it) and its node's agent
+ * (queue entries, the agent's reads and writes of the rank's memory). */
+static void report_bus(knit_ctx_t *ctx)
+{
+    kn_net_traffic_t t = {0};
+    if (ctx->net_tl)
+        kn_net_traffic(ctx->net_tl, &t);
+    knit_traffic_t a;
+    if (knit_stats(ctx, NULL, &a) != KNIT_OK)
+        memset(&a, 0, sizeof(a));
+    uint64_t net_out = t.sent_bytes + t.write_bytes, net_in = t.recv_bytes + t.read_bytes;
+    uint64_t to_agent = a.queue_in_bytes + a.agent_read_bytes, from_agent = a.queue_out_bytes + a.agent_write_bytes;
+    char b[5][32];
+    fmt_bytes(net_out, b[0], 32);
+    fmt_bytes(net_in, b[1], 32);
+    fmt_bytes(to_agent, b[2], 32);
+    fmt_bytes(from_agent, b[3], 32);
+    fmt_bytes(net_out + net_in + to_agent + from_agent, b[4], 32);
+    fprintf(stderr,
+            "knit[rank %d] stats: bus: network out %s, in %s (%llu, %llu msgs); agent out %s, in %s; total %s "
+            "(%llu B)\n",
+            ctx->rank, b[0], b[1], (unsigned long long)t.sent_msgs, (unsigned long long)t.recv_msgs, b[2], b[3],
+            b[4], (unsigned long long)(net_out + net_in + to_agent + from_agent));
+}
+
 knit_status_t knit_finalize(knit_ctx_t *ctx)
 {
     if (!ctx || ctx != the_ctx || ctx->finalized)
         return KNIT_ERR_STATE;
+    if (kn_cfg.stats)
+        report_bus(ctx);
     kn_off_close(); /* the agent forgets this rank's modules and buffers */
     if (ctx->net_tl)
         kn_net_quiesce(ctx->net_tl); /* what we sent leaves before we stop progressing */

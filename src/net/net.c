@@ -187,6 +187,7 @@ typedef struct net_tl {
     int rc_verify, rc_enabled;
     int pagemap_fd;
     uint64_t rc_hits, rc_misses, rc_evictions, rc_invalidations;
+    kn_net_traffic_t traffic;
     char desc[256];
 } net_tl_t;
 
@@ -431,6 +432,11 @@ void kn_net_rcache_stats(kn_tl_t *tl, kn_net_rcache_stats_t *st)
     st->verify = n->rc_verify;
 }
 
+void kn_net_traffic(kn_tl_t *tl, kn_net_traffic_t *out)
+{
+    *out = net_of(tl)->traffic;
+}
+
 /* ------------------------------------------------------------- helpers */
 
 static int peer_index(net_tl_t *n, net_peer_t *pe)
@@ -459,6 +465,8 @@ static void send_credit(net_tl_t *n, net_peer_t *pe)
                    .src = (uint32_t)n->p.rank};
     ssize_t rc = fi_inject(n->ep, &h, sizeof(h), pe->addr);
     if (rc == 0) {
+        n->traffic.sent_msgs++;
+        n->traffic.sent_bytes += sizeof(h);
         pe->tx_seq++;
         pe->owed = 0;
         pe->credit_pending = 0;
@@ -514,6 +522,8 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
         }
     }
     if (kn_likely(rc == 0)) {
+        n->traffic.sent_msgs++;
+        n->traffic.sent_bytes += total;
         pe->tx_seq++;
         pe->credits--;
         pe->owed -= give;
@@ -571,6 +581,10 @@ static knit_status_t net_rma(net_tl_t *n, int peer, int write, void *local, size
     }
     net_peer_t *pe = &n->peers[peer];
     pe->outstanding++;
+    if (write)
+        n->traffic.write_bytes += len;
+    else
+        n->traffic.read_bytes += len;
     ssize_t rc = rma_post(n, o);
     if (rc == -FI_EAGAIN) {
         kn_list_push_back(&n->rma_retry, &o->link);
@@ -659,6 +673,8 @@ static void rx_complete(net_tl_t *n, rx_buf_t *b, size_t len)
     net_peer_t *pe = &n->peers[h.src];
     pe->heard = 1;
     b->len = len;
+    n->traffic.recv_msgs++;
+    n->traffic.recv_bytes += len;
     int d = kn_net_seq_ahead(h.seq, pe->rx_seq, n->window);
     if (kn_likely(d == 0)) {
         deliver(n, pe, b);

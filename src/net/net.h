@@ -66,6 +66,16 @@ typedef struct kn_net_rcache_stats {
 } kn_net_rcache_stats_t;
 void kn_net_rcache_stats(kn_tl_t *tl, kn_net_rcache_stats_t *st);
 
+/* What crossed this endpoint (KNIT_STATS): messages with their knit
+ * headers, credits included, and RMA bytes counted at the side that
+ * issues the read or write (a rendezvous's puller). */
+typedef struct kn_net_traffic {
+    uint64_t sent_msgs, sent_bytes;
+    uint64_t recv_msgs, recv_bytes;
+    uint64_t read_bytes, write_bytes;
+} kn_net_traffic_t;
+void kn_net_traffic(kn_tl_t *tl, kn_net_traffic_t *out);
+
 /* Load libfabric (once; it is not linked, see fabric_dl.c).  NULL when it
  * is there, else why not. */
 const char *kn_net_fabric_load(void);

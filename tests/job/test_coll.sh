@@ -184,6 +184,18 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     else
         echo "FAIL coll.offload.through_the_agents"; tail -n 8 <<<"$out"; fails=$((fails + 1))
     fi
+    # the bus report (KNIT_STATS): every rank's traffic with the network
+    # and with its agent; offloaded, the agent's share appears
+    bus_ok() { [ "$(grep -c "knit\[rank [0-3]\] stats: bus: network out $2" <<<"$1")" = 4 ] &&
+        [ "$(grep -c "knit\[rank [0-3]\] stats: bus: .*; agent out $3" <<<"$1")" = 4 ]; }
+    off=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=off -x KNIT_STATS=1 "$PROG" suite 1k 2>&1)
+    on=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on -x KNIT_STATS=1 "$PROG" suite 1k 2>&1)
+    if grep -q "^ok " <<<"$off" && grep -q "^ok " <<<"$on" && bus_ok "$off" "[1-9]" "0 B, in 0 B" &&
+        bus_ok "$on" "." "[1-9]"; then
+        echo "PASS coll.offload.bus_report"
+    else
+        echo "FAIL coll.offload.bus_report"; grep "bus:" <<<"$off$on"; fails=$((fails + 1))
+    fi
     # the module faults mid-job (injected at the agent of rank 0 of the
     # 3rd, 20th offloaded collective): one warning, the collective that
     # faulted and every one after done on the hosts
@@ -201,10 +213,11 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     run offload.nodes3.nb.n6 180 -n 6 --nodes 3 -x KNIT_COLL_OFFLOAD=on "$PROG" nb 5
     # asynchronous progress: started, 10 ms of computing without a knit
     # call, then one test finds every offloaded one complete (the agents
-    # completed them); the hosts' algorithms, as a check that the case can
-    # fail, leave some of them open
+    # completed them; with short time slices they preempt the computing
+    # ranks on these 2 cpus); the hosts' algorithms, as a check that the
+    # case can fail, leave some of them open
     async_first() { grep -o '^async: [0-9]* of [0-9]*' <<<"$1" | awk '{print $2, $4}'; }
-    on=$("$KNITRUN" --timeout 60 -n 2 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" async 2>&1)
+    on=$("$KNITRUN" --timeout 60 -n 2 --nodes 2 -x KNIT_COLL_OFFLOAD=on -x KNIT_AGENT_SLICE=300us "$PROG" async 2>&1)
     off=$("$KNITRUN" --timeout 60 -n 2 --nodes 2 -x KNIT_COLL_OFFLOAD=off "$PROG" async 2>&1)
     read -r on_done on_all <<<"$(async_first "$on")"
     read -r off_done off_all <<<"$(async_first "$off")"
