@@ -692,23 +692,13 @@ static void on_doorbell(int fd, uint32_t ev, void *arg)
 
 /* ------------------------------------------------------------ report */
 
-static void fmt_bytes(uint64_t b, char *buf, size_t len)
-{
-    if (b >= 10ull << 20)
-        snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
-    else if (b >= 10ull << 10)
-        snprintf(buf, len, "%.1f KiB", (double)b / 1024);
-    else
-        snprintf(buf, len, "%llu B", (unsigned long long)b);
-}
-
 static void report_line(const char *who, const kn_off_traffic_t *t)
 {
     char a[4][32];
-    fmt_bytes(t->sq_bytes, a[0], 32);
-    fmt_bytes(t->cq_bytes, a[1], 32);
-    fmt_bytes(t->rd_bytes, a[2], 32);
-    fmt_bytes(t->wr_bytes, a[3], 32);
+    kn_fmt_bytes(t->sq_bytes, a[0], 32);
+    kn_fmt_bytes(t->cq_bytes, a[1], 32);
+    kn_fmt_bytes(t->rd_bytes, a[2], 32);
+    kn_fmt_bytes(t->wr_bytes, a[3], 32);
     fprintf(stderr,
             "knit[agent %d] stats: %-18s queue in %llu ops %s, out %llu ops %s; agent reads %llu ops %s, "
             "writes %llu ops %s\n",

@@ -438,16 +438,6 @@ knit_status_t knit_init_quiet(int *argc, char ***argv, char *why, size_t len, kn
     return st;
 }
 
-static void fmt_bytes(uint64_t b, char *buf, size_t len)
-{
-    if (b >= (1u << 20))
-        snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
-    else if (b >= 1024)
-        snprintf(buf, len, "%.1f KiB", (double)b / 1024);
-    else
-        snprintf(buf, len, "%llu B", (unsigned long long)b);
-}
-
 /* KNIT_STATS: what crossed between this rank and its "network interface":
  * the network (libfabric: messages to and from other nodes, with their
  * headers; RMA counted at the side that issues it) and its node's agent
@@ -463,11 +453,11 @@ static void report_bus(knit_ctx_t *ctx)
     uint64_t net_out = t.sent_bytes + t.write_bytes, net_in = t.recv_bytes + t.read_bytes;
     uint64_t to_agent = a.queue_in_bytes + a.agent_read_bytes, from_agent = a.queue_out_bytes + a.agent_write_bytes;
     char b[5][32];
-    fmt_bytes(net_out, b[0], 32);
-    fmt_bytes(net_in, b[1], 32);
-    fmt_bytes(to_agent, b[2], 32);
-    fmt_bytes(from_agent, b[3], 32);
-    fmt_bytes(net_out + net_in + to_agent + from_agent, b[4], 32);
+    kn_fmt_bytes(net_out, b[0], 32);
+    kn_fmt_bytes(net_in, b[1], 32);
+    kn_fmt_bytes(to_agent, b[2], 32);
+    kn_fmt_bytes(from_agent, b[3], 32);
+    kn_fmt_bytes(net_out + net_in + to_agent + from_agent, b[4], 32);
     fprintf(stderr,
             "knit[rank %d] stats: bus: network out %s, in %s (%llu, %llu msgs); agent out %s, in %s; total %s "
             "(%llu B)\n",

@@ -89,3 +89,13 @@ void kn_fatal(void (*handler)(void *arg, const char *msg), void *arg, const char
         handler(arg, msg);
     abort(); /* the handler must not return */
 }
+
+void kn_fmt_bytes(uint64_t b, char *buf, size_t len)
+{
+    if (b >= 10ull << 20)
+        snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
+    else if (b >= 10ull << 10)
+        snprintf(buf, len, "%.1f KiB", (double)b / 1024);
+    else
+        snprintf(buf, len, "%llu B", (unsigned long long)b);
+}

@@ -9,6 +9,7 @@
 #define KN_UTIL_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stddef.h>
 
 enum kn_log_level {
@@ -24,6 +25,8 @@ extern int kn_log_level;
 void kn_log_set_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *kn_log_prefix(void);
 void kn_log_set_level(int level);
+/* "12 B", "34.5 KiB", "67.8 MiB" (the unit changes at 10 of the next) */
+void kn_fmt_bytes(uint64_t b, char *buf, size_t len);
 void kn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kn_vlog(int level, const char *fmt, va_list ap);
 /*
