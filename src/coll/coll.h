@@ -96,11 +96,9 @@ knit_status_t kn_coll_offload_start(knit_ctx_t *ctx);
 knit_status_t kn_coll_offload(knit_comm_t *c, int kind, const void *sb, void *rb, size_t count, knit_dtype_t t,
                               const knit_op_t *op, int root, knit_coll_request_t **req);
 /* The schedules' side (sched.c) of a nonblocking one: look at its
- * completion (the events seen; sets done); whether the module faulted on
- * it; then build the hosts' form in it; free its state. */
+ * completion (the events seen; sets done, or after a fault puts the
+ * hosts' form of the collective in s: kn_sched_adopt); free its state. */
 int kn_coll_offload_poll(knit_coll_request_t *s);
-int kn_coll_offload_faulted(const knit_coll_request_t *s);
-void kn_coll_offload_fallback(knit_coll_request_t *s);
 void kn_coll_offload_free(kn_coll_off_t *o);
 
 /* ---------------------------------------------------------- reductions */
@@ -168,7 +166,8 @@ void kn_sched_round(kn_sched_t *s);
 /* Start it (runs what can run now) and put it on the active list. */
 knit_status_t kn_sched_start(kn_sched_t *s);
 /* s takes over h's collective (h is started; s keeps its place on the
- * active list, h's shell is freed). */
+ * active list, h's shell is freed with what s held).  Safe inside the
+ * progress hook's walk of the active list. */
 void kn_sched_adopt(kn_sched_t *s, kn_sched_t *h);
 /* Run to completion and free; returns the collective's result. */
 knit_status_t kn_sched_wait(kn_sched_t *s);

@@ -17,15 +17,10 @@
  * one at once, a nonblocking one under the collective number it took at
  * its start (the members may find out in different orders).
  */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "coll/coll.h"
-#include "coll/coll_mod.h"
 #include "offload/offload.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -39,30 +34,13 @@ static struct {
     int failed;         /* the load failed, or the module faulted: host algorithms */
 } O;
 
-/* Collective over the job (every rank, at knit_init): the module's bytes
- * are read by rank 0 only, from a memfd that holds them. */
+/* Collective over the job (every rank, at knit_init). */
 knit_status_t kn_coll_offload_start(knit_ctx_t *ctx)
 {
     if (kn_cfg.coll_offload != 1)
         return KNIT_OK;
     O.ctx = ctx;
-    int fd = memfd_create("knit-coll.so", MFD_CLOEXEC);
-    knit_status_t st = KNIT_ERR_IO;
-    if (fd >= 0) {
-        size_t done = 0;
-        while (done < kn_builtin_coll_len) {
-            ssize_t n = write(fd, kn_builtin_coll + done, kn_builtin_coll_len - done);
-            if (n <= 0)
-                break;
-            done += (size_t)n;
-        }
-        if (done == kn_builtin_coll_len) {
-            char path[64];
-            snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-            st = kn_off_load_builtin(ctx, path, &O.mod);
-        }
-        close(fd);
-    }
+    knit_status_t st = kn_off_load_builtin(ctx, "coll", kn_builtin_coll, kn_builtin_coll_len, &O.mod);
     if (st != KNIT_OK) {
         O.failed = 1;
         if (knit_rank(ctx) == 0)
@@ -85,7 +63,6 @@ struct kn_coll_off {
     size_t count, inl;   /* inl: result bytes in the completion */
     knit_dtype_t dtype;
     knit_op_t op;
-    int faulted;
 };
 
 static int usable(const knit_comm_t *c, int kind, size_t bytes, knit_dtype_t t, const knit_op_t *op)
@@ -158,6 +135,17 @@ static void note_fault(const knit_comm_t *c)
     O.failed = 1;
 }
 
+/* A finished request's status, with its result (got of the inl bytes
+ * expected in the completion, at res) put in rb. */
+static knit_status_t take_result(knit_status_t st, const char *res, size_t got, size_t inl, void *rb)
+{
+    if (st == KNIT_OK && got != inl)
+        return KNIT_ERR_PROTO;
+    if (st == KNIT_OK && inl)
+        memcpy(rb, res, inl);
+    return st;
+}
+
 static knit_status_t start_nb(knit_comm_t *c, int kind, const void *sb, void *rb, size_t count, knit_dtype_t t,
                               const knit_op_t *op, int root, knit_coll_request_t **req)
 {
@@ -203,10 +191,7 @@ knit_status_t kn_coll_offload(knit_comm_t *c, int kind, const void *sb, void *rb
         st = knit_request_wait(&r, res, inl, &got);
     if (args != small)
         free(args);
-    if (st == KNIT_OK && got != inl)
-        st = KNIT_ERR_PROTO;
-    if (st == KNIT_OK && inl)
-        memcpy(rb, res, inl);
+    st = take_result(st, res, got, inl, rb);
     if (st == KNIT_ERR_MODULE_FAULT) { /* every member gets here: all redo it on the hosts */
         note_fault(c);
         return KNIT_ERR_NOT_SUPPORTED;
@@ -214,38 +199,9 @@ knit_status_t kn_coll_offload(knit_comm_t *c, int kind, const void *sb, void *rb
     return st;
 }
 
-int kn_coll_offload_poll(kn_sched_t *s)
-{
-    kn_coll_off_t *o = s->off;
-    if (o->faulted)
-        return 0;
-    char res[KN_COLL_MOD_INLINE];
-    size_t got = 0;
-    int done;
-    knit_status_t st = kn_off_request_try(&o->mreq, &done, res, o->inl, &got);
-    if (!done)
-        return 0;
-    if (st == KNIT_ERR_MODULE_FAULT) {
-        note_fault(o->comm);
-        o->faulted = 1; /* the schedule's owner calls kn_coll_offload_fallback */
-        return 1;
-    }
-    if (st == KNIT_OK && got != o->inl)
-        st = KNIT_ERR_PROTO;
-    if (st == KNIT_OK && o->inl)
-        memcpy(o->rb, res, o->inl);
-    s->result = st;
-    s->done = 1;
-    return 1;
-}
-
-int kn_coll_offload_faulted(const kn_sched_t *s)
-{
-    return s->off && s->off->faulted;
-}
-
-/* The hosts' form of s's collective, under s's collective number, in s. */
-void kn_coll_offload_fallback(kn_sched_t *s)
+/* The hosts' form of s's collective, under s's collective number, in s
+ * (which keeps its place on the active list). */
+static void fall_back(kn_sched_t *s)
 {
     kn_coll_off_t *o = s->off;
     knit_comm_t *c = o->comm;
@@ -273,7 +229,26 @@ void kn_coll_offload_fallback(kn_sched_t *s)
         s->done = 1;
         return;
     }
-    kn_sched_adopt(s, h);
+    kn_sched_adopt(s, h); /* frees o */
+}
+
+int kn_coll_offload_poll(kn_sched_t *s)
+{
+    kn_coll_off_t *o = s->off;
+    char res[KN_COLL_MOD_INLINE];
+    size_t got = 0;
+    int done;
+    knit_status_t st = kn_off_request_try(&o->mreq, &done, res, o->inl, &got);
+    if (!done)
+        return 0;
+    if (st == KNIT_ERR_MODULE_FAULT) {
+        note_fault(o->comm);
+        fall_back(s);
+        return 1;
+    }
+    s->result = take_result(st, res, got, o->inl, o->rb);
+    s->done = 1;
+    return 1;
 }
 
 void kn_coll_offload_free(kn_coll_off_t *o)

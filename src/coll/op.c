@@ -23,7 +23,6 @@
 #include <wchar.h>
 
 #include "coll/coll.h"
-#include "coll/coll_mod.h"
 #include "util/compiler.h"
 
 typedef struct { float v; int i; } kn_float_int_t;

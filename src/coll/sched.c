@@ -38,7 +38,6 @@ struct kn_coll {
     int rank, size;
     int *node_of;
     kn_list_t active;
-    kn_list_t faulted;       /* offloaded ones whose module faulted: redone on the hosts */
     knit_comm_t *world;
     char jobid[64];
     kn_sched_t *cache[SCHED_CACHE];
@@ -395,30 +394,14 @@ static int coll_progress(void *arg)
         if (s->done) {
             kn_list_del(&s->link);
             s->active = 0;
-        } else if (kn_coll_offload_faulted(s)) {
-            kn_list_del(&s->link);
-            kn_list_push_back(&c->faulted, &s->link);
         }
-    }
-    /* not while walking the list: the hosts' form starts (and joins it) */
-    while (!kn_list_empty(&c->faulted)) {
-        kn_sched_t *s = kn_list_first(&c->faulted, kn_sched_t, link);
-        kn_list_del(&s->link);
-        kn_list_init(&s->link);
-        s->active = 0;
-        kn_coll_offload_fallback(s);
-        if (!s->done) {
-            kn_list_push_back(&c->active, &s->link);
-            s->active = 1;
-        }
-        events++;
     }
     return events;
 }
 
 void kn_sched_adopt(kn_sched_t *s, kn_sched_t *h)
 {
-    if (h->active)
+    if (h->active) /* at the list's tail: after any walk's next */
         kn_list_del(&h->link);
     kn_sched_t mine = *s;
     *s = *h;
@@ -506,7 +489,6 @@ knit_status_t kn_coll_create(const kn_coll_params_t *p, kn_coll_t **out)
     c->size = p->size;
     snprintf(c->jobid, sizeof(c->jobid), "%s", p->jobid ? p->jobid : "");
     kn_list_init(&c->active);
-    kn_list_init(&c->faulted);
     the_coll = c;
     int *all = malloc((size_t)p->size * sizeof(int));
     knit_status_t st = all ? KNIT_OK : KNIT_ERR_NOMEM;

@@ -455,18 +455,21 @@ static int drain(void)
     return n;
 }
 
+/* An op the agent will never complete: it is gone. */
+static void fail_if_agent_dead(knit_mreq_t *r)
+{
+    if (C.agent_dead && !r->done) {
+        r->done = 1;
+        r->status = KNIT_ERR_PEER;
+    }
+}
+
 /* Wait for op r (progressing host modules too). */
 static void wait_op(knit_mreq_t *r)
 {
     wait_t w = {0};
-    while (!r->done) {
-        if (C.agent_dead) {
-            r->done = 1;
-            r->status = KNIT_ERR_PEER;
-            break;
-        }
+    for (fail_if_agent_dead(r); !r->done; fail_if_agent_dead(r))
         wait_round(&w);
-    }
 }
 
 /* A module at the agent or the switch, in a process of its own: the
@@ -628,7 +631,9 @@ void kn_off_module_free(knit_module_t *m)
     free(m);
 }
 
-static knit_status_t module_load(knit_ctx_t *ctx, const char *path, int where, int inprocess,
+/* A module from the file at path, or (image) the library's own, named
+ * path, which runs on the daemons' threads (KN_OFF_LOAD_INPROCESS). */
+static knit_status_t module_load(knit_ctx_t *ctx, const char *path, int where, const void *image, size_t image_len,
                                  knit_module_t **out)
 {
     if (!C.open || ctx != C.p.ctx || !path || !out ||
@@ -669,9 +674,9 @@ static knit_status_t module_load(knit_ctx_t *ctx, const char *path, int where, i
     kn_off_sqe_t q = {.op = KN_SQ_JOIN, .id = r->id, .aux = seq};
     if (C.p.rank == 0) {
         char err[KN_OFF_ERR_MAX];
-        st = kn_mod_read_file(path, &bytes, &len, err, sizeof(err));
+        st = image ? KNIT_OK : kn_mod_read_file(path, &bytes, &len, err, sizeof(err));
         q.op = KN_SQ_LOAD;
-        q.flags = (uint8_t)(where | (inprocess ? KN_OFF_LOAD_INPROCESS : 0));
+        q.flags = (uint8_t)(where | (image ? KN_OFF_LOAD_INPROCESS : 0));
         if (st != KNIT_OK) { /* the others wait for a verdict: send one */
             q.reserved = 1;
             snprintf((char *)q.data, KN_OFF_INLINE, "rank 0 cannot read the module file: %.150s", err);
@@ -681,8 +686,8 @@ static knit_status_t module_load(knit_ctx_t *ctx, const char *path, int where, i
         } else {
             snprintf((char *)q.data, KNIT_MOD_NAME_MAX, "%s", base_name(path));
             q.inl = (uint32_t)strlen((char *)q.data) + 1;
-            q.addr = (uint64_t)(uintptr_t)bytes;
-            q.len = len;
+            q.addr = (uint64_t)(uintptr_t)(image ? image : bytes);
+            q.len = image ? image_len : len;
         }
     }
     st = submit(&q, 1);
@@ -698,7 +703,7 @@ static knit_status_t module_load(knit_ctx_t *ctx, const char *path, int where, i
         snprintf(m->name, sizeof(m->name), "%.*s", (int)sizeof(m->name) - 1, base_name(path));
         kn_list_push_back(&C.modules, &m->link);
         *out = m;
-        unbind_crowded(inprocess);
+        unbind_crowded(image != NULL);
         return KNIT_OK;
     }
     set_error("%.*s", (int)r->inl_len, r->inl_len ? (const char *)r->inl : knit_strerror(st));
@@ -711,12 +716,13 @@ static knit_status_t module_load(knit_ctx_t *ctx, const char *path, int where, i
 
 knit_status_t knit_module_load(knit_ctx_t *ctx, const char *path, int where, knit_module_t **out)
 {
-    return module_load(ctx, path, where, 0, out);
+    return module_load(ctx, path, where, NULL, 0, out);
 }
 
-knit_status_t kn_off_load_builtin(knit_ctx_t *ctx, const char *path, knit_module_t **out)
+knit_status_t kn_off_load_builtin(knit_ctx_t *ctx, const char *name, const void *image, size_t len,
+                                  knit_module_t **out)
 {
-    return module_load(ctx, path, KNIT_MODULE_AGENT, 1, out);
+    return image ? module_load(ctx, name, KNIT_MODULE_AGENT, image, len, out) : KNIT_ERR_INVAL;
 }
 
 knit_status_t knit_module_unload(knit_module_t *m)
@@ -856,10 +862,7 @@ knit_status_t knit_request_test(knit_mreq_t **req, int *done, void *result, size
         drain();
         if (!r->done)
             check_socket();
-        if (C.agent_dead && !r->done) {
-            r->done = 1;
-            r->status = KNIT_ERR_PEER;
-        }
+        fail_if_agent_dead(r);
     }
     *done = r->done;
     if (!r->done)
@@ -874,10 +877,7 @@ knit_status_t kn_off_request_try(knit_mreq_t **req, int *done, void *result, siz
     knit_mreq_t *r = *req;
     if (!r->done) {
         drain();
-        if (C.agent_dead && !r->done) {
-            r->done = 1;
-            r->status = KNIT_ERR_PEER;
-        }
+        fail_if_agent_dead(r);
     }
     *done = r->done;
     return r->done ? finish_req(req, result, cap, len) : KNIT_OK;

@@ -222,8 +222,10 @@ knit_status_t kn_off_open(const kn_off_params_t *p);
 /* At knit_finalize: unload what is left, disconnect. */
 void kn_off_close(void);
 /* knit_module_load at the agents (collective) of one of the library's own
- * modules: on the daemons' threads (KN_OFF_LOAD_INPROCESS) */
-knit_status_t kn_off_load_builtin(knit_ctx_t *ctx, const char *path, knit_module_t **out);
+ * modules, from its image in memory (len bytes; rank 0's is the one
+ * shipped): on the daemons' threads (KN_OFF_LOAD_INPROCESS) */
+knit_status_t kn_off_load_builtin(knit_ctx_t *ctx, const char *name, const void *image, size_t len,
+                                  knit_module_t **out);
 /* knit_request_test without progress or system calls (for progress hooks;
  * requests at the agent or the switch only) */
 knit_status_t kn_off_request_try(knit_mreq_t **req, int *done, void *result, size_t cap, size_t *len);

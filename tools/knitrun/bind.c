@@ -233,7 +233,6 @@ const cpu_set_t *kb_rank_cpus(const kb_plan_t *p, int i)
     return p->rank && i >= 0 && i < p->n ? &p->rank[i] : NULL;
 }
 
-
 void kb_report(const kb_plan_t *p, const char *host, int first_rank, int (*node_of)(int rank),
                int daemons_here)
 {
