@@ -13,8 +13,9 @@
  * and the reason), tells the other daemons, and goes on.  The budget
  * (KNIT_MODULE_BUDGET): a periodic SIGALRM every quarter budget (armed
  * only while the daemon is awake and has modules, so an idle daemon
- * sleeps undisturbed) jumps out the same way from a call that four ticks
- * in a row found running (no clock read per call).  While a service runs
+ * sleeps undisturbed) jumps out the same way from a call that used the
+ * budget's processor time, or waited ten budgets (no clock read per
+ * call).  While a service runs
  * for a module (in_service), the budget waits for the service to return,
  * so that the daemon's own structures are never left half-updated; a
  * fault inside a service (a bad pointer from the module) still counts as
@@ -50,6 +51,7 @@ static struct {
     volatile sig_atomic_t loading;  /* a module's constructors may run (dlopen) */
     volatile uint64_t call_seq;  /* counts calls into module code */
     uint64_t seen_seq;           /* the call the alarm saw last */
+    uint64_t seen_cpu;           /* the thread's processor time then */
     int ticks;                   /* alarms that saw the same call */
     volatile int sig;            /* what ended the call: a signal, or SIG_CALLED */
     void *volatile addr;
@@ -83,8 +85,21 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 }
 
 /* The budget without a clock read per call: the alarm ticks every
- * budget/4; a call that four ticks in a row find still running has run
- * between 3/4 of the budget and the budget. */
+ * budget/4 on the wall and looks at the thread's processor time: a call
+ * that the ticks find still running after it used 3/4 of the budget since
+ * the first tick saw it (so between 3/4 of the budget and the budget and
+ * a quarter) is stopped, and so is one that 4 * KN_WAIT_BUDGETS ticks
+ * found (it waits instead of running).  A daemon that the machine did not
+ * run stops nothing. */
+#define KN_WAIT_BUDGETS 10
+
+static uint64_t thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* async-signal-safe */
+    return (uint64_t)ts.tv_sec * KN_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
 static void alarm_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)sig, (void)si, (void)uc;
@@ -94,10 +109,11 @@ static void alarm_handler(int sig, siginfo_t *si, void *uc)
     }
     if (P.call_seq != P.seen_seq) {
         P.seen_seq = P.call_seq;
+        P.seen_cpu = thread_cpu();
         P.ticks = 1;
         return;
     }
-    if (++P.ticks < 4)
+    if (thread_cpu() - P.seen_cpu < kn_dmn.budget / 4 * 3 && ++P.ticks < 4 * KN_WAIT_BUDGETS)
         return;
     if (P.in_service) {
         P.budget_hit = 1; /* jump when the service returns */

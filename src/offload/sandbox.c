@@ -60,6 +60,9 @@ extern char **environ;
 /* Calls in flight to one host at most (the rest wait in the backlog). */
 #define KINDS 1024
 
+/* A handler out this many budgets on the wall is stopped, running or not. */
+#define KN_SBX_WAIT_BUDGETS 10
+
 enum { S_LOADING, S_RUNNING, S_STOPPING };
 
 typedef struct pend {
@@ -81,8 +84,14 @@ struct kn_sbx {
     kn_sbx_end_t call, reply, svc;
     kn_list_t backlog[2];      /* call, reply */
     /* budget: calls posted, the host's count of calls done as last seen,
-     * and when that count last moved (or the first call was posted) */
-    uint64_t posted, done, clock;
+     * and when that count last moved (or the first call was posted); the
+     * host's processor time then (cpu), its word of a handler running as
+     * last seen, and when that word changed, in both clocks */
+    uint64_t posted, done, clock, cpu;
+    uint64_t busy, busy_wall, busy_cpu;
+    uint64_t next_check;       /* the words are looked at from then on */
+    clockid_t cpuclk;          /* the host's processor-time clock */
+    int cpuclk_ok;
     uint8_t kind[KINDS];       /* KN_SBX_W_REQUEST or _MESSAGE: of call n at n % KINDS */
     uint64_t deadline;         /* LOADING, STOPPING: kill after */
     int killed;                /* we killed it */
@@ -171,8 +180,10 @@ static int put_frags(kn_sbx_t *s, kn_sbx_end_t *e, pend_t *p, int *all)
         if (!kn_sbx_put(e, &h, p->src + p->off, (uint32_t)k))
             return n;
         if (p->call && p->off == 0) {
-            if (s->posted == s->done)
+            if (s->posted == s->done) {
                 s->clock = kn_time_ns();
+                s->cpu = UINT64_MAX; /* read at the next look */
+            }
             s->kind[s->posted % KINDS] = (uint8_t)p->h.c;
             s->posted++;
         }
@@ -409,6 +420,7 @@ static int32_t spawn(kn_sbx_t *s, const char *name, const void *bytes, uint64_t 
         snprintf(err, elen, "starting %s: %s", path, strerror(rc));
         return KNIT_ERR_IO;
     }
+    s->cpuclk_ok = clock_getcpuclockid(s->pid, &s->cpuclk) == 0;
     s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
     if (s->pidfd < 0) {
         snprintf(err, elen, "pidfd_open: %s", strerror(errno));
@@ -616,7 +628,28 @@ static int serve_some(kn_sbx_t *s)
     return n;
 }
 
-/* Budgets and deadlines: 1 when the host was killed. */
+/* The processor time the host has used (ns); without its clock, the time
+ * on the wall, which is never less. */
+static uint64_t host_cpu(kn_sbx_t *s, uint64_t now)
+{
+    struct timespec ts;
+    if (!s->cpuclk_ok || clock_gettime(s->cpuclk, &ts) < 0)
+        return now;
+    return (uint64_t)ts.tv_sec * KN_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Budgets and deadlines: 1 when the host was killed.  The budget counts
+ * the processor time the host used while a call was out (no call done
+ * since, or its own word of a handler running unchanged), so that a
+ * machine too busy to run it, or a paused virtual machine, kills no
+ * module; a handler that waits instead of running (it sleeps, or waits
+ * for a futex) is stopped when it has been out for KN_SBX_WAIT_BUDGETS
+ * budgets on the wall.  The host's words and its clock are looked at
+ * every eighth of a budget (a system call), so the processor time is
+ * counted from the first look that saw the call: a handler is never
+ * stopped before it used the whole budget.
+ */
 static int check_time(kn_sbx_t *s, uint64_t now)
 {
     if (s->killed)
@@ -631,19 +664,37 @@ static int check_time(kn_sbx_t *s, uint64_t now)
         }
         return 0;
     }
-    if (!kn_dmn.budget)
+    if (!kn_dmn.budget || now < s->next_check)
         return 0;
+    s->next_check = now + kn_dmn.budget / 8;
+    uint64_t cpu = host_cpu(s, now);
     uint64_t done = __atomic_load_n(&s->seg->done_calls, __ATOMIC_ACQUIRE);
     if (done > s->posted)
         done = s->posted; /* nonsense from the host: believe what we know */
     if (done != s->done) {
         s->done = done;
         s->clock = now;
+        s->cpu = cpu;
+    } else if (s->cpu == UINT64_MAX) {
+        s->cpu = cpu; /* the first look since the call was posted */
     }
     uint64_t busy = __atomic_load_n(&s->seg->busy_since, __ATOMIC_RELAXED);
-    if ((s->posted > s->done && now - s->clock > kn_dmn.budget) ||
-        (busy && busy < now && now - busy > kn_dmn.budget)) {
-        snprintf(why, sizeof(why), "time budget exceeded (KNIT_MODULE_BUDGET=%.0f ms)", (double)kn_dmn.budget / 1e6);
+    if (busy != s->busy) {
+        s->busy = busy;
+        s->busy_wall = now;
+        s->busy_cpu = cpu;
+    }
+    int out = s->posted > s->done, running = busy != 0;
+    uint64_t wait = KN_SBX_WAIT_BUDGETS * kn_dmn.budget;
+    if ((out && cpu - s->cpu > kn_dmn.budget) || (running && cpu - s->busy_cpu > kn_dmn.budget)) {
+        snprintf(why, sizeof(why), "time budget exceeded (KNIT_MODULE_BUDGET=%.0f ms of processor time)",
+                 (double)kn_dmn.budget / 1e6);
+        kill_host(s, why);
+        return 1;
+    }
+    if ((out && now - s->clock > wait) || (running && now - s->busy_wall > wait)) {
+        snprintf(why, sizeof(why), "time budget exceeded (out for %.0f ms, %d times KNIT_MODULE_BUDGET)",
+                 (double)wait / 1e6, KN_SBX_WAIT_BUDGETS);
         kill_host(s, why);
         return 1;
     }
@@ -704,10 +755,8 @@ int kn_sbx_timeout_ms(void)
             continue;
         if (s->state != S_RUNNING)
             next = KN_MIN(next, s->deadline);
-        else if (kn_dmn.budget && s->posted > s->done)
-            next = KN_MIN(next, s->clock + kn_dmn.budget);
-        else if (kn_dmn.budget && s->seg->busy_since)
-            next = KN_MIN(next, now + kn_dmn.budget / 4); /* its own word: checked now and then */
+        else if (kn_dmn.budget && (s->posted > s->done || s->seg->busy_since))
+            next = KN_MIN(next, now + kn_dmn.budget / 4); /* processor time: looked at now and then */
         if (!kn_list_empty(&s->backlog[0]) || !kn_list_empty(&s->backlog[1]))
             next = KN_MIN(next, now + KN_NSEC_PER_MSEC); /* room comes without a ring */
     }

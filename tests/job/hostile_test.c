@@ -60,13 +60,13 @@ typedef struct expect {
 
 static const expect_t in_process[] = {
     {'x', 1, "exited with status 3"}, {'_', 1, "exited with status 0"}, {'a', 1, "SIGABRT"},
-    {'b', 1, "time budget exceeded"}, {'t', 0, "no thread"}, {'s', -1, ""},
+    {'b', 1, "time budget exceeded"}, {'z', 1, "time budget exceeded (out for"}, {'t', 0, "no thread"}, {'s', -1, ""},
     {'r', -1, ""}, {'k', 0, "kill parent -1 (Operation not permitted), kill all -1 (Operation not permitted)"},
     {'e', 0, "exec: Operation not permitted"}, {'w', 0, "open: Operation not permitted"},
 };
 static const expect_t on_thread[] = {
     {'x', 1, "called exit(3)"}, {'_', 1, "called _exit(0)"}, {'a', 1, "called abort()"},
-    {'b', 1, "time budget exceeded"}, {'t', 0, "no thread"},
+    {'b', 1, "time budget exceeded"}, {'z', 1, "time budget exceeded"}, {'t', 0, "no thread"},
 };
 
 static const expect_t *expect_of(char op)

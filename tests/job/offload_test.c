@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 
@@ -63,6 +64,62 @@ static void barrier(void)
 {
     knit_status_t st = knit_barrier(knit_comm_world(ctx));
     CHECK(st == KNIT_OK, "barrier: %s", knit_strerror(st));
+}
+
+/* The module processes of this node's agent (its children), stopped
+ * (SIGSTOP) or continued. */
+static int signal_modhosts(pid_t agent, int sig)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    CHECK(d, "/proc");
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char f[300], buf[512];
+        snprintf(f, sizeof(f), "/proc/%s/stat", e->d_name);
+        FILE *fp = fopen(f, "r");
+        if (!fp)
+            continue;
+        size_t len = fread(buf, 1, sizeof(buf) - 1, fp);
+        fclose(fp);
+        buf[len] = 0;
+        const char *close = strrchr(buf, ')');
+        int ppid = 0;
+        char state;
+        if (close && sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == agent &&
+            strstr(buf, "(knit-modhost)")) {
+            CHECK(kill(atoi(e->d_name), sig) == 0, "kill %s", e->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* A module process the machine does not run for 5 budgets (stopped) is
+ * not stopped for its budget: that counts processor time. */
+static void paused(void)
+{
+    knit_module_t *m = load("echo", KNIT_MODULE_AGENT);
+    uint32_t x = 7, y = 0;
+    CHECK(call(m, &x, 4, &y, 4, NULL) == KNIT_OK && y == 7, "echo");
+    barrier();
+    if (knit_local_rank(ctx) == 0) {
+        knit_agent_info_t info;
+        CHECK(knit_agent_info(ctx, &info) == KNIT_OK, "info");
+        CHECK(signal_modhosts(info.pid, SIGSTOP) == 1, "one module process");
+        knit_mreq_t *r;
+        x = 8;
+        CHECK(knit_module_request(m, &x, 4, &r) == KNIT_OK, "request");
+        struct timespec ts = {1, 0}; /* 5 budgets of 200 ms */
+        nanosleep(&ts, NULL);
+        signal_modhosts(info.pid, SIGCONT);
+        knit_status_t st = knit_request_wait(&r, &y, 4, NULL);
+        CHECK(st == KNIT_OK && y == 8, "echo after a pause: %s", knit_strerror(st));
+    }
+    barrier();
+    CHECK(call(m, &x, 4, &y, 4, NULL) == KNIT_OK, "echo");
+    CHECK(knit_module_unload(m) == KNIT_OK, "unload");
 }
 
 static int where_of(const char *w)
@@ -545,6 +602,8 @@ int main(int argc, char **argv)
         printf("rank %d cpus %s, with a module at the host %s, at the agent %s\n", rank, before, host,
                after);
         CHECK(knit_module_unload(m) == KNIT_OK && knit_module_unload(h) == KNIT_OK, "unload");
+    } else if (!strcmp(c, "paused")) {
+        paused();
     } else if (!strcmp(c, "garbage")) {
         garbage();
     } else if (!strcmp(c, "progress")) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Modules that try to take their daemon down (tests/job/hostile_test.c,
 # tests/modules/): exit, _exit, abort, a signal mask with every signal
-# blocked and a loop, threads, scribbles over its own memory and over the
+# blocked and a loop, a handler that sleeps forever, threads, scribbles over its own memory and over the
 # rings to its daemon, kill, exec and file creation, constructors that
 # crash, exit or take the fault signals, a descriptor function returning a
 # wild pointer.  Under process isolation (the default) each ends its own
@@ -42,8 +42,8 @@ hostile() { # name isolation knitrun-args... -- hostile_test args
     if grep -q 'agent.*died\|switch died' "$ERR"; then fail "$name.daemons_live" "$(verdicts)"; fi
 }
 
-hostile hostile.process.agent process -n 2 "$T" "$M" "$TM" agent x_abtsrkew
+hostile hostile.process.agent process -n 2 "$T" "$M" "$TM" agent x_abtzsrkew
 hostile hostile.process.agent.n2 process -n 4 --nodes 2 "$T" "$M" "$TM" agent xbrs
 hostile hostile.process.switch process -n 4 --nodes 2 "$T" "$M" "$TM" switch xbrsk
-hostile hostile.inprocess.agent inprocess -n 2 "$T" "$M" "$TM" agent x_abt
+hostile hostile.inprocess.agent inprocess -n 2 "$T" "$M" "$TM" agent x_abtz
 exit $FAILED

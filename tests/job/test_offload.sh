@@ -53,6 +53,12 @@ for where in agent switch; do
     expect_ok "offload.faults.$where" faults
 done
 
+# The budget counts processor time: a module process the machine does not
+# run for 5 budgets (stopped) keeps its module; one that waits (sleeps) is
+# stopped after 10 budgets (tests/job/test_hostile.sh, 'z').
+run "$KNITRUN" -n 2 --timeout 50 -x KNIT_MODULE_BUDGET=200ms "$T" "$M" paused
+expect_ok offload.budget_counts_cpu paused
+
 # Files that are not modules, each refused with its reason
 B=$TMP/bad
 mkdir -p "$B"

@@ -4,6 +4,7 @@
  *   'o'  completes "ok"
  *   'x'  exit(3)            '_'  _exit(0)          'a'  abort()
  *   'b'  blocks every signal, then loops forever
+ *   'z'  sleeps forever (uses no processor time: the budget's wait limit)
  *   't'  starts a thread that faults 100 ms later; completes "thread" or
  *        "no thread: <errno>"
  *   's'  scribbles over its own context and its heap, then completes
@@ -97,6 +98,9 @@ static void hostile_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, co
         for (volatile unsigned long i = 0;; i++)
             ;
     }
+    case 'z':
+        for (;;)
+            sleep(1000);
     case 't': {
         pthread_t t;
         int rc = pthread_create(&t, NULL, late_fault, NULL);
