@@ -39,6 +39,7 @@
 #include "knit.h"
 #include "offload/offload.h"
 #include "offload/sbx.h"
+#include "offload/tree.h"
 #include "util/compiler.h"
 #include "util/list.h"
 #include "util/log.h"
@@ -69,6 +70,7 @@ static struct {
     const knit_mod_descriptor_t *desc;
     struct knit_mod_ctx inst;
     int is_switch;
+    kn_tree_t tree;          /* the switches (geometry: nnodes, fanin) */
     kn_list_t timers, selfq;
     /* tokens of requests given to on_request and not completed yet */
     uint64_t *tokens;
@@ -254,7 +256,7 @@ static int32_t from_daemon(void *dst, uint64_t cap)
 
 static int is_self(int32_t dest)
 {
-    return H.is_switch ? dest == KNIT_MOD_SWITCH : dest == H.inst.geo.self;
+    return dest == H.inst.geo.self;
 }
 
 static const knit_mod_geometry_t *svc_geometry(knit_mod_ctx_t *m)
@@ -264,9 +266,10 @@ static const knit_mod_geometry_t *svc_geometry(knit_mod_ctx_t *m)
 
 static int32_t svc_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t len)
 {
+    (void)m;
     if (len > KN_OFF_MSG_MAX || (len && !msg))
         return KNIT_MOD_ERR_INVAL;
-    if (dest != KNIT_MOD_SWITCH && (dest < 0 || dest >= m->geo.nnodes))
+    if (kn_tree_id(&H.tree, dest) < 0)
         return KNIT_MOD_ERR_RANGE;
     if (is_self(dest)) {
         selfmsg_t *s = malloc(sizeof(*s) + len);
@@ -421,6 +424,12 @@ static uint64_t svc_now(knit_mod_ctx_t *m)
     return kn_time_ns();
 }
 
+static int32_t svc_place(knit_mod_ctx_t *m, int32_t addr, knit_mod_place_t *p)
+{
+    (void)m;
+    return kn_tree_place(&H.tree, addr, p);
+}
+
 static const knit_mod_services_t services = {
     .abi_version = KNIT_MOD_ABI_VERSION,
     .size = sizeof(knit_mod_services_t),
@@ -438,6 +447,7 @@ static const knit_mod_services_t services = {
     .state = svc_state,
     .log = svc_log,
     .now_ns = svc_now,
+    .place = svc_place,
 };
 
 /* ------------------------------------------------------------ calls */
@@ -647,6 +657,8 @@ int main(void)
     kn_sbx_end_init(&H.svc, H.seg, KN_SBX_SVC);
     H.inst.geo = H.seg->geo;
     H.is_switch = H.inst.geo.self_kind == KNIT_MOD_AT_SWITCH;
+    if (!H.seg->probe && kn_tree_init(&H.tree, H.inst.geo.nnodes, H.inst.geo.fanin) < 0)
+        _exit(1); /* the daemon wrote what no daemon writes (a probe has no geometry) */
     kn_mod_mem_init(&H.inst.mem);
     kn_list_init(&H.timers);
     kn_list_init(&H.selfq);

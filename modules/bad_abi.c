@@ -14,7 +14,7 @@ static void bad_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
 }
 
 static const knit_mod_descriptor_t bad = {
-    .abi_version = KNIT_MOD_ABI_VERSION + 98,
+    .abi_version = 99,
     .size = sizeof(knit_mod_descriptor_t),
     .name = "bad_abi",
     .init = bad_init,

@@ -13,6 +13,11 @@
  * agent, each agent answers the switch, and once all have the switch
  * tells the rank's agent; result: {uint32 count, uint32 0, uint64 mask of
  * the nodes that answered}.
+ *
+ * Request "u": up the tree of switches (ABI 2, the place service): a
+ * token leaves the rank's agent for its switch, each switch adds itself
+ * and passes it to its parent, and the root sends it back; result: the
+ * path (the node, then each switch's address up to KNIT_MOD_SWITCH).
  */
 #include "knit/module.h"
 
@@ -20,7 +25,17 @@ static const knit_mod_services_t *K;
 
 #define MAXHOPS 1030
 
-enum { TOKEN = 1, BACK, MC_UP, MC_DOWN, MC_ACK, MC_DONE };
+enum { TOKEN = 1, BACK, MC_UP, MC_DOWN, MC_ACK, MC_DONE, TREE_UP };
+
+/* Where a token going up the tree goes next: this instance's parent
+ * (KNIT_MOD_NONE at the root). */
+static int32_t parent_of(knit_mod_ctx_t *m)
+{
+    knit_mod_place_t p;
+    if (K->place(m, K->geometry(m)->self, &p) != KNIT_MOD_OK)
+        return KNIT_MOD_NONE;
+    return p.parent;
+}
 
 typedef struct msg {
     uint32_t kind, nhops;
@@ -70,6 +85,11 @@ static void ring_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const
         K->send(m, KNIT_MOD_SWITCH, &t, msg_len(0));
         return;
     }
+    if (req->len == 1 && a[0] == 'u' && g->self >= 0) {
+        t.h.kind = TREE_UP;
+        K->send(m, parent_of(m), &t, msg_len(1));
+        return;
+    }
     if (req->len > 1 || (req->len == 1 && a[0] != 'r')) {
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, 0, 0);
         return;
@@ -94,6 +114,17 @@ static void ring_message(knit_mod_ctx_t *m, int32_t from, const void *data, uint
         return;
     }
     switch (in->kind) {
+    case TREE_UP: {
+        char buf[sizeof(msg_t) + MAXHOPS * sizeof(int32_t)];
+        msg_t *out = (msg_t *)buf;
+        __builtin_memcpy(out, in, len);
+        out->hops[out->nhops++] = g->self;
+        int32_t up = parent_of(m);
+        if (up == KNIT_MOD_NONE)
+            out->kind = BACK;
+        K->send(m, up == KNIT_MOD_NONE ? out->origin : up, out, msg_len(out->nhops));
+        return;
+    }
     case TOKEN: {
         /* append ourselves and pass it on */
         char buf[sizeof(msg_t) + MAXHOPS * sizeof(int32_t)];

@@ -40,12 +40,22 @@
 extern "C" {
 #endif
 
-#define KNIT_MOD_ABI_VERSION 1u
+/* 2 adds the tree of switches (geometry.nswitches, the place service);
+ * modules built for 1 load and run unchanged. */
+#define KNIT_MOD_ABI_VERSION 2u
+#define KNIT_MOD_ABI_OLDEST 1u
 #define KNIT_MOD_SYMBOL "knit_module"
 #define KNIT_MOD_NAME_MAX 32     /* name: 1..31 of [A-Za-z0-9_.-] */
 
-/* Instance addresses for send(): agent n is n (0..nnodes-1). */
+/* Instance addresses for send(): agent n is n (0..nnodes-1); switch s
+ * (0..nswitches-1) is KNIT_MOD_SWITCH_AT(s).  Switch 0 is the root:
+ * KNIT_MOD_SWITCH, the only switch of a job of at most KNIT_SWITCH_FANIN
+ * nodes.  Past that knitrun starts a tree of switches, fan-in K: the
+ * switches of the lowest level each take K agents, the next level's K of
+ * those, up to the root (the place service describes it). */
 #define KNIT_MOD_SWITCH (-1)
+#define KNIT_MOD_SWITCH_AT(s) (-1 - (int32_t)(s))
+#define KNIT_MOD_NONE INT32_MIN  /* the root's parent */
 
 /* Status values (the same numbers as knit.h's KNIT_OK / KNIT_ERR_*). */
 #define KNIT_MOD_OK 0
@@ -78,14 +88,32 @@ typedef struct knit_mod_geometry {
     uint32_t size;           /* sizeof(knit_mod_geometry_t) */
     uint32_t module_id;      /* the same in every instance of one load */
     int32_t nranks, nnodes;
-    int32_t self;            /* this instance: its node, or KNIT_MOD_SWITCH */
+    int32_t self;            /* this instance: its node, or its switch address (KNIT_MOD_SWITCH_AT) */
     int32_t self_kind;       /* KNIT_MOD_AT_AGENT or KNIT_MOD_AT_SWITCH */
     int32_t placement;       /* where on_request runs: KNIT_MOD_AT_AGENT, _SWITCH, _HOST */
     int32_t first_local;     /* this agent's node: ranks first_local .. */
     int32_t local_size;      /* .. first_local + local_size - 1 (0 at the switch) */
     int32_t emulated;        /* 1 at host placement (the wrapper) */
-    uint32_t reserved[6];
+    int32_t nswitches;       /* ABI 2: switches of the job (1: a star) */
+    int32_t fanin;           /* ABI 2: the tree's fan-in (KNIT_SWITCH_FANIN) */
+    uint32_t reserved[4];
 } knit_mod_geometry_t;
+
+/* ABI 2: an instance's place in the tree (the place service).  Every
+ * instance covers a contiguous range of nodes; children in order cover
+ * it in order. */
+typedef struct knit_mod_place {
+    uint32_t size;           /* sizeof(knit_mod_place_t) */
+    int32_t addr;            /* the instance described */
+    int32_t parent;          /* its switch; KNIT_MOD_NONE at the root */
+    int32_t level;           /* 0: agents; 1: the switches above them; ... */
+    int32_t first_node;      /* nodes first_node .. first_node + nnodes - 1 */
+    int32_t nnodes;          /* are below it (an agent: its own node) */
+    int32_t nchildren;       /* 0 for an agent */
+    int32_t first_child;     /* child i is first_child + i * child_step */
+    int32_t child_step;      /* +1 (agents) or -1 (switches) */
+    int32_t reserved[7];
+} knit_mod_place_t;
 
 /* A request from a rank (valid during on_request; keep the token). */
 typedef struct knit_mod_request {
@@ -107,10 +135,11 @@ typedef struct knit_mod_services {
     uint32_t size;           /* sizeof(knit_mod_services_t) */
     const knit_mod_geometry_t *(*geometry)(knit_mod_ctx_t *m);
     /* message to another instance of this module: agent n (0..nnodes-1)
-     * or KNIT_MOD_SWITCH; on_message runs there (in order per sender).
+     * or a switch (KNIT_MOD_SWITCH: the root); on_message runs there (in
+     * order per sender).
      * Sending to oneself works too (runs later, not inside this call). */
     int32_t (*send)(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t len);
-    /* switch only: send to every agent */
+    /* switch only: send to every agent below it (the root: every agent) */
     int32_t (*multicast)(knit_mod_ctx_t *m, const void *msg, uint64_t len);
     /* agent only: the DMA engine, into / out of the memory of a rank of
      * this node (cross-memory attach); counted as host<->agent traffic */
@@ -136,7 +165,10 @@ typedef struct knit_mod_services {
     void (*log)(knit_mod_ctx_t *m, int32_t level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
     uint64_t (*now_ns)(knit_mod_ctx_t *m);   /* monotonic clock */
-    void *reserved[8];
+    /* ABI 2: the place of instance addr (this one: geometry(m)->self) in
+     * the tree of switches; KNIT_MOD_ERR_RANGE where there is none */
+    int32_t (*place)(knit_mod_ctx_t *m, int32_t addr, knit_mod_place_t *p);
+    void *reserved[7];
 } knit_mod_services_t;
 
 typedef struct knit_mod_descriptor {

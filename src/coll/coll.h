@@ -79,6 +79,8 @@ struct knit_comm {
     kn_shmc_t *shm;         /* shared segment of the small collectives (shmcoll.c) */
     int shm_state;          /* while shm is NULL: not tried, off, being set up */
     uint64_t off_seq;       /* offloaded collectives started (offload.c) */
+    uint8_t *off_mask;      /* its nodes, for the module (offload.c; NULL: every node) */
+    uint32_t off_mask_len;
 };
 
 /* ------------------------------------------------ offloaded (offload.c) */

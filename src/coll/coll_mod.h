@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KN_COLL_MOD_VERSION 2u
+#define KN_COLL_MOD_VERSION 3u
 #define KN_COLL_MOD_MAX_NODES 4096
 #define KN_COLL_MOD_MAX_BYTES (1u << 20) /* one vector; larger ones stay on the hosts */
 /* results up to this size come back in the completion; larger ones the
@@ -18,8 +18,10 @@
 
 enum { KN_COLL_MOD_BARRIER = 1, KN_COLL_MOD_BCAST, KN_COLL_MOD_REDUCE, KN_COLL_MOD_ALLREDUCE };
 
-/* A rank's request: this header, then its vector (bytes; a broadcast's
- * non-root members send none). */
+/* A rank's request: this header, the communicator's nodes (mask_len
+ * bytes: bit n of byte n / 8 for job node n; none where it spans every
+ * node of the job), then its vector (bytes; a broadcast's non-root
+ * members send none). */
 typedef struct kn_coll_mod_args {
     uint32_t version;      /* KN_COLL_MOD_VERSION */
     uint32_t kind;         /* KN_COLL_MOD_* */
@@ -30,12 +32,17 @@ typedef struct kn_coll_mod_args {
     uint64_t bytes;        /* the vector's size (0: a barrier) */
     uint64_t result;       /* where this rank's result goes, in its memory */
     int32_t nlocal, lrank; /* the communicator's members on this node; this one's index */
-    int32_t nnodes, nidx;  /* nodes with members; this node's index among them */
-    int32_t root_nidx;     /* bcast, reduce: the root's node index (-1: none) */
+    int32_t root_node;     /* bcast, reduce: the root's node (-1: none) */
     int32_t root_lrank;    /* its index on this node (-1: the root is elsewhere) */
     uint32_t flags;        /* KN_COLL_MOD_F_* */
-    uint32_t pad;
+    uint32_t mask_len;     /* 0, or (job nodes + 7) / 8 */
 } kn_coll_mod_args_t;
+
+/* Whether node n is in a member mask (mask_len 0: every node is). */
+static inline int kn_coll_mod_member(const uint8_t *mask, uint32_t mask_len, int32_t n)
+{
+    return !mask_len || (n >= 0 && (uint32_t)n / 8 < mask_len && (mask[n / 8] >> (n % 8) & 1));
+}
 
 /* the tests' injected fault (KNIT_COLL_OFFLOAD_FAULT): the agent's handler
  * faults on this request, as a module with a bug would */

@@ -15,6 +15,7 @@ static void comm_free(knit_comm_t *c)
     free(c->leader_cr);
     free((void *)c->leaders.job);
     free(c->node_idx);
+    free(c->off_mask);
     free(c);
 }
 

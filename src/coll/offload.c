@@ -65,9 +65,9 @@ struct kn_coll_off {
     knit_op_t op;
 };
 
-static int usable(const knit_comm_t *c, int kind, size_t bytes, knit_dtype_t t, const knit_op_t *op)
+static int usable(int kind, size_t bytes, knit_dtype_t t, const knit_op_t *op)
 {
-    if (!O.mod || O.failed || c->nnodes > KN_COLL_MOD_MAX_NODES)
+    if (!O.mod || O.failed || knit_nnodes(O.ctx) > KN_COLL_MOD_MAX_NODES)
         return 0;
     if (kind == KN_COLL_MOD_BARRIER)
         return 1;
@@ -85,13 +85,35 @@ static int local_of(const knit_comm_t *c, int cr)
     return -1;
 }
 
-/* The request of one collective: header, then this member's vector (*len
- * bytes in all, malloc'ed where it does not fit in small); *inl: the
- * result bytes that come back in the completion. */
+/* The communicator's nodes as the module takes them (its mask; none for
+ * one that spans every node), made at its first offloaded collective:
+ * 0, or -1 without memory. */
+static int node_mask(knit_comm_t *c)
+{
+    int nn = knit_nnodes(O.ctx);
+    if (c->nnodes == nn || c->off_mask)
+        return 0;
+    uint32_t len = (uint32_t)(nn + 7) / 8;
+    if (!(c->off_mask = calloc(len, 1)))
+        return -1;
+    for (int i = 0; i < c->g.size; i++) {
+        int n = kn_coll_node_of(c->coll, c->ranks[i]);
+        c->off_mask[n / 8] |= (uint8_t)(1u << (n % 8));
+    }
+    c->off_mask_len = len;
+    return 0;
+}
+
+/* The request of one collective: header, the communicator's nodes, then
+ * this member's vector (*len bytes in all, malloc'ed where it does not fit
+ * in small); *inl: the result bytes that come back in the completion. */
 static char *build(knit_comm_t *c, int kind, const void *sb, void *rb, size_t count, knit_dtype_t t,
                    const knit_op_t *op, int root, char *small, size_t small_len, size_t *len, size_t *inl)
 {
     int me = c->g.rank, rooted = kind == KN_COLL_MOD_BCAST || kind == KN_COLL_MOD_REDUCE;
+    if (node_mask(c) < 0)
+        return NULL;
+    int root_node = rooted ? kn_coll_node_of(c->coll, c->ranks[root]) : -1;
     size_t bytes = kind == KN_COLL_MOD_BARRIER ? 0 : count * knit_dtype_size(t);
     kn_coll_mod_args_t a = {.version = KN_COLL_MOD_VERSION,
                             .kind = (uint32_t)kind,
@@ -104,10 +126,9 @@ static char *build(knit_comm_t *c, int kind, const void *sb, void *rb, size_t co
                             .result = (uint64_t)(uintptr_t)rb,
                             .nlocal = c->local.size,
                             .lrank = c->local.rank,
-                            .nnodes = c->nnodes,
-                            .nidx = c->node_idx[me],
-                            .root_nidx = rooted ? c->node_idx[root] : -1,
-                            .root_lrank = rooted && c->node_idx[root] == c->node_idx[me] ? local_of(c, root) : -1};
+                            .root_node = root_node,
+                            .root_lrank = rooted && c->node_idx[root] == c->node_idx[me] ? local_of(c, root) : -1,
+                            .mask_len = c->off_mask_len};
     if (kn_cfg.coll_offload_fault && c->off_seq == (uint64_t)kn_cfg.coll_offload_fault && me == 0)
         a.flags |= KN_COLL_MOD_F_FAULT; /* tests: the module faults here */
     const void *vec = sb == KNIT_IN_PLACE || kind == KN_COLL_MOD_BCAST ? rb : sb;
@@ -115,12 +136,14 @@ static char *build(knit_comm_t *c, int kind, const void *sb, void *rb, size_t co
     int gets = kind == KN_COLL_MOD_ALLREDUCE || (kind == KN_COLL_MOD_REDUCE && me == root) ||
                (kind == KN_COLL_MOD_BCAST && me != root);
     *inl = gets && bytes <= KN_COLL_MOD_INLINE ? bytes : 0;
-    *len = sizeof(a) + vlen;
+    *len = sizeof(a) + a.mask_len + vlen;
     char *args = *len <= small_len ? small : malloc(*len);
     if (args) {
         memcpy(args, &a, sizeof(a));
+        if (a.mask_len)
+            memcpy(args + sizeof(a), c->off_mask, a.mask_len);
         if (vlen)
-            memcpy(args + sizeof(a), vec, vlen);
+            memcpy(args + sizeof(a) + a.mask_len, vec, vlen);
     }
     return args;
 }
@@ -176,7 +199,7 @@ knit_status_t kn_coll_offload(knit_comm_t *c, int kind, const void *sb, void *rb
                               const knit_op_t *op, int root, knit_coll_request_t **req)
 {
     size_t bytes = count * knit_dtype_size(t);
-    if (!usable(c, kind, bytes, t, op))
+    if (!usable(kind, bytes, t, op))
         return KNIT_ERR_NOT_SUPPORTED;
     if (req)
         return start_nb(c, kind, sb, rb, count, t, op, root, req);

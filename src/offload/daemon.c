@@ -231,10 +231,13 @@ static void unload_here(kn_inst_t *in)
         kn_d_inst_gone(id);
 }
 
+/* The root switch heard every agent's last rank unload: every other
+ * daemon unloads too. */
 static void switch_unloaded(kn_inst_t *in)
 {
-    for (int i = 0; i < kn_dmn.g.nnodes; i++)
-        kn_d_send_msg(i, W_UNLOAD_DONE, in->id, 0, 0, NULL, 0, NULL, 0);
+    for (int i = 0; i < kn_dmn.nids; i++)
+        if (i != kn_dmn.g.self)
+            kn_d_send_msg(i, W_UNLOAD_DONE, in->id, 0, 0, NULL, 0, NULL, 0);
     unload_here(in);
 }
 
@@ -373,7 +376,7 @@ static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len)
 {
     kn_inst_t *in = kn_d_inst(w->mod);
     char msg[KN_OFF_ERR_MAX];
-    int32_t from = src == kn_dmn.g.nnodes ? KNIT_MOD_SWITCH : src;
+    int32_t from = kn_tree_addr(&kn_dmn.tree, src);
     if (!kn_wire_body_ok(w, p, len))
         goto bad;
     switch (w->type) {
@@ -400,7 +403,7 @@ static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len)
         load_done_local(w->a, (int32_t)(uint32_t)w->b, w->mod, p);
         return;
     case W_UNLOAD:
-        if (!kn_dmn.g.is_switch || src >= kn_dmn.g.nnodes)
+        if (kn_dmn.g.self != kn_dmn.g.nnodes || src >= kn_dmn.g.nnodes)
             goto bad;
         if (in && ++in->nunloaded >= kn_dmn.g.nnodes)
             switch_unloaded(in);
@@ -419,7 +422,7 @@ static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len)
         kn_d_inst_message(in, from, p, len);
         return;
     case W_REQ: {
-        if (!kn_dmn.g.is_switch)
+        if (kn_dmn.g.self != kn_dmn.g.nnodes) /* the root switch */
             goto bad;
         if (!in || in->faulted) {
             const char *m = in ? in->fault : "no such module at the switch";
@@ -693,9 +696,24 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
         return KNIT_ERR_INVAL;
     }
     kn_dmn.g.cookie = cookie;
+    if (kn_tree_init(&kn_dmn.tree, kn_dmn.g.nnodes, (int)kn_cfg.switch_fanin) < 0) {
+        kn_error("KNIT_SWITCH_FANIN=%lld: must be at least 2", (long long)kn_cfg.switch_fanin);
+        return KNIT_ERR_INVAL;
+    }
+    int nsw = 1, sw = 0;
+    if ((getenv(KN_ENV_NSWITCHES) && env_num(KN_ENV_NSWITCHES, &nsw) < 0) || nsw != kn_dmn.tree.nswitches ||
+        (is_switch && getenv(KN_ENV_SWITCH) && (env_num(KN_ENV_SWITCH, &sw) < 0 || sw >= nsw))) {
+        kn_error("%s=%s, %s=%s: not the %d switches of %d nodes at fan-in %lld", KN_ENV_NSWITCHES,
+                 getenv(KN_ENV_NSWITCHES), KN_ENV_SWITCH, getenv(KN_ENV_SWITCH) ? getenv(KN_ENV_SWITCH) : "0",
+                 kn_dmn.tree.nswitches, kn_dmn.g.nnodes, (long long)kn_cfg.switch_fanin);
+        return KNIT_ERR_INVAL;
+    }
     if (is_switch)
-        kn_dmn.g.self = kn_dmn.g.nnodes;
-    kn_log_set_prefix(is_switch ? "switch" : "agent %d", kn_dmn.g.self);
+        kn_dmn.g.self = kn_dmn.g.nnodes + sw;
+    if (!is_switch)
+        kn_log_set_prefix("agent %d", kn_dmn.g.self);
+    else if (nsw > 1)
+        kn_log_set_prefix("switch %d", sw);
     kn_dmn.node_first = calloc((size_t)kn_dmn.g.nnodes + 1, sizeof(int));
     if (!kn_dmn.node_first)
         return KNIT_ERR_NOMEM;
@@ -722,7 +740,7 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
         kn_dmn.g.first_local = kn_dmn.node_first[kn_dmn.g.self];
         kn_dmn.g.local_size = kn_dmn.node_first[kn_dmn.g.self + 1] - kn_dmn.g.first_local;
     }
-    kn_dmn.nids = kn_dmn.g.nnodes + 1;
+    kn_dmn.nids = kn_dmn.g.nnodes + kn_dmn.tree.nswitches;
     kn_dmn.auth = kn_off_cookie_digest(cookie);
     kn_dmn.out = calloc((size_t)kn_dmn.nids, sizeof(*kn_dmn.out));
     kn_dmn.rx = calloc((size_t)kn_dmn.nids, sizeof(*kn_dmn.rx));
@@ -794,7 +812,7 @@ static void *net_main(void *arg)
     if (st != KNIT_OK)
         goto out;
     for (int i = 0; i < kn_dmn.nids; i++)
-        mask[i] = i != kn_dmn.g.self && (!kn_dmn.g.is_switch || i < kn_dmn.g.nnodes);
+        mask[i] = i != kn_dmn.g.self;
     kn_net_params_t np = {
         .rank = kn_dmn.g.self, .size = kn_dmn.nids, .peers = mask,
         .provider = kn_cfg.net_provider, .iface = kn_cfg.net_iface,

@@ -5,7 +5,8 @@
  * The agent adds the command queue through kn_d_hooks_t.
  *
  * Ids in the daemons' own network id space: agents are 0..nnodes-1 (their
- * node), the switch is nnodes.  Agents reach every daemon; the switch
+ * node), switch s is nnodes + s (offload/tree.h; the root, s = 0, is
+ * nnodes).  Agents reach every daemon; the switch
  * reaches every agent (a star plus a full mesh of agents).
  */
 #ifndef KN_OFFLOAD_DAEMON_H
@@ -53,7 +54,7 @@ typedef struct kn_d_hooks {
 /* The geometry of the job as the daemons know it. */
 typedef struct kn_d_geo {
     int is_switch;
-    int self;                /* node, or nnodes for the switch */
+    int self;                /* node, or nnodes + s for switch s */
     int nnodes, nranks;
     int first_local, local_size; /* agent */
     const int *node_first;   /* [nnodes + 1] */

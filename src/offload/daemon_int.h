@@ -23,6 +23,7 @@
 enum { KN_ISO_PROCESS = 0, KN_ISO_INPROCESS = 1 };
 
 #include "offload/sandbox.h"
+#include "offload/tree.h"
 
 struct knit_mod_ctx {
     uint32_t id;
@@ -81,7 +82,8 @@ struct kn_daemon {
     const kn_d_hooks_t *hooks;
     kn_boot_t *boot;
     kn_tl_t *tl;
-    int nids;                  /* nnodes + 1 */
+    int nids;                  /* nnodes + the switches */
+    kn_tree_t tree;            /* the switches (tree.h) */
     uint64_t auth;
     int epfd, sigfd;
     int stop;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "offload/host.h"
+#include "offload/tree.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -237,6 +238,14 @@ static uint64_t h_now(knit_mod_ctx_t *m)
     return kn_time_ns();
 }
 
+/* The emulation is a star: one switch over every agent. */
+static int32_t h_place(knit_mod_ctx_t *m, int32_t addr, knit_mod_place_t *p)
+{
+    kn_tree_t t;
+    kn_tree_init(&t, H(m)->geo.nnodes, H(m)->geo.fanin);
+    return kn_tree_place(&t, addr, p);
+}
+
 static const knit_mod_services_t host_services = {
     .abi_version = KNIT_MOD_ABI_VERSION,
     .size = sizeof(knit_mod_services_t),
@@ -254,6 +263,7 @@ static const knit_mod_services_t host_services = {
     .state = h_state,
     .log = h_log,
     .now_ns = h_now,
+    .place = h_place,
 };
 
 static void free_inst(hinst_t *h)
@@ -334,6 +344,7 @@ knit_status_t kn_host_load(knit_module_t *m, const char *path)
         kn_mod_mem_init(&h->mem);
         h->geo = (knit_mod_geometry_t){
             .size = sizeof(knit_mod_geometry_t), .module_id = 0, .nranks = p->size, .nnodes = p->nnodes,
+            .nswitches = 1, .fanin = p->nnodes < 2 ? 2 : p->nnodes,
             .self = sw ? KNIT_MOD_SWITCH : i, .self_kind = sw ? KNIT_MOD_AT_SWITCH : KNIT_MOD_AT_AGENT,
             .placement = KNIT_MOD_AT_HOST, .first_local = sw ? 0 : nf[i],
             .local_size = sw ? 0 : nf[i + 1] - nf[i], .emulated = 1,

@@ -237,8 +237,10 @@ const char *kn_d_sig_text(int sig, void *addr, char *buf, size_t len)
 
 const char *kn_d_self_name(char *buf, size_t len)
 {
-    if (kn_dmn.g.is_switch)
+    if (kn_dmn.g.is_switch && kn_dmn.tree.nswitches == 1)
         snprintf(buf, len, "the switch");
+    else if (kn_dmn.g.is_switch)
+        snprintf(buf, len, "switch %d", kn_dmn.g.self - kn_dmn.g.nnodes);
     else
         snprintf(buf, len, "agent %d", kn_dmn.g.self);
     return buf;
@@ -459,7 +461,7 @@ void kn_d_inst_disable(kn_inst_t *in, const char *msg, int tell)
     fail_open(in, KNIT_ERR_MODULE_FAULT, in->fault);
     if (tell)
         for (int i = 0; i < kn_dmn.nids; i++)
-            if (i != kn_dmn.g.self && (!kn_dmn.g.is_switch || i < kn_dmn.g.nnodes))
+            if (i != kn_dmn.g.self)
                 kn_d_send_msg(i, W_FAULT, in->id, 0, 0, in->fault, strlen(in->fault) + 1, NULL, 0);
 }
 
@@ -588,7 +590,8 @@ int32_t kn_d_inst_load(uint32_t id, uint64_t seq, int where, const char *name, c
     snprintf(in->name, sizeof(in->name), "%s", name);
     in->geo = (knit_mod_geometry_t){
         .size = sizeof(knit_mod_geometry_t), .module_id = id, .nranks = kn_dmn.g.nranks,
-        .nnodes = kn_dmn.g.nnodes, .self = kn_dmn.g.is_switch ? KNIT_MOD_SWITCH : kn_dmn.g.self,
+        .nnodes = kn_dmn.g.nnodes, .self = kn_tree_addr(&kn_dmn.tree, kn_dmn.g.self),
+        .nswitches = kn_dmn.tree.nswitches, .fanin = kn_dmn.tree.fanin,
         .self_kind = kn_dmn.g.is_switch ? KNIT_MOD_AT_SWITCH : KNIT_MOD_AT_AGENT, .placement = where,
         .first_local = kn_dmn.g.is_switch ? 0 : kn_dmn.g.first_local,
         .local_size = kn_dmn.g.is_switch ? 0 : kn_dmn.g.local_size,
@@ -635,10 +638,10 @@ int32_t kn_d_svc_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t
         return KNIT_ERR_STATE;
     if (len > KN_OFF_MSG_MAX || (len && !msg))
         return KNIT_ERR_INVAL;
-    int id = dest == KNIT_MOD_SWITCH ? kn_dmn.g.nnodes : dest;
-    if (id < 0 || id >= kn_dmn.nids)
+    int id = kn_tree_id(&kn_dmn.tree, dest);
+    if (id < 0)
         return KNIT_ERR_RANGE;
-    int32_t from = kn_dmn.g.is_switch ? KNIT_MOD_SWITCH : kn_dmn.g.self;
+    int32_t from = kn_tree_addr(&kn_dmn.tree, kn_dmn.g.self);
     if (id == kn_dmn.g.self) {
         selfmsg_t *s = malloc(sizeof(*s) + len);
         if (!s)
@@ -652,8 +655,6 @@ int32_t kn_d_svc_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t
         kn_list_push_back(&kn_dmn.selfq, &s->link);
         return KNIT_OK;
     }
-    if (kn_dmn.g.is_switch == 0 && 0) /* agents reach every daemon */
-        return KNIT_ERR_RANGE;
     kn_d_send_msg(id, W_MSG, m->id, 0, 0, msg, len, NULL, 0);
     return KNIT_OK;
 }
@@ -667,7 +668,9 @@ int32_t kn_d_svc_multicast(knit_mod_ctx_t *m, const void *msg, uint64_t len)
 {
     if (!kn_dmn.g.is_switch)
         return KNIT_ERR_NOT_SUPPORTED;
-    for (int i = 0; i < kn_dmn.g.nnodes; i++) {
+    knit_mod_place_t p; /* the agents below this switch */
+    kn_tree_place(&kn_dmn.tree, kn_tree_addr(&kn_dmn.tree, kn_dmn.g.self), &p);
+    for (int i = p.first_node; i < p.first_node + p.nnodes; i++) {
         int32_t st = kn_d_svc_send(m, i, msg, len);
         if (st)
             return st;
@@ -804,6 +807,12 @@ static uint64_t svc_now(knit_mod_ctx_t *m)
     return kn_time_ns();
 }
 
+static int32_t svc_place(knit_mod_ctx_t *m, int32_t addr, knit_mod_place_t *p)
+{
+    (void)m;
+    return IN_SVC(kn_tree_place(&kn_dmn.tree, addr, p));
+}
+
 static const knit_mod_services_t services = {
     .abi_version = KNIT_MOD_ABI_VERSION,
     .size = sizeof(knit_mod_services_t),
@@ -821,6 +830,7 @@ static const knit_mod_services_t services = {
     .state = svc_state,
     .log = svc_log,
     .now_ns = svc_now,
+    .place = svc_place,
 };
 
 void kn_d_inst_request(kn_dreq_t *r, const void *args, uint64_t len)

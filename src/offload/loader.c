@@ -231,9 +231,9 @@ knit_status_t kn_mod_check_desc(const knit_mod_descriptor_t *d, char *err, size_
         snprintf(err, errlen, "%s() returned no descriptor", KNIT_MOD_SYMBOL);
         return KNIT_ERR_INVAL;
     }
-    if (d->abi_version != KNIT_MOD_ABI_VERSION) {
-        snprintf(err, errlen, "wrong ABI version %u (this knit supports %u): rebuild it against this "
-                 "knit/module.h", d->abi_version, KNIT_MOD_ABI_VERSION);
+    if (d->abi_version < KNIT_MOD_ABI_OLDEST || d->abi_version > KNIT_MOD_ABI_VERSION) {
+        snprintf(err, errlen, "wrong ABI version %u (this knit supports %u to %u): rebuild it against this "
+                 "knit/module.h", d->abi_version, KNIT_MOD_ABI_OLDEST, KNIT_MOD_ABI_VERSION);
         return KNIT_ERR_INVAL;
     }
     if (d->size < sizeof(*d)) {

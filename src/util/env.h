@@ -21,6 +21,8 @@
     X(HOSTNAME, "KNIT_HOSTNAME", "name of this rank's host in the job")    \
     X(HOST_PROCS, "KNIT_HOST_PROCS", "ranks of the job on this host (all emulated nodes together)") \
     X(HOST_CPUS, "KNIT_HOST_CPUS", "cpus the job's processes on this host share (a bound rank's own affinity is smaller)") \
+    X(SWITCH, "KNIT_SWITCH", "a knit-switch's index in the job's tree of switches (0: the root)") \
+    X(NSWITCHES, "KNIT_NSWITCHES", "switches knitrun started for the job (KNIT_SWITCH_FANIN)") \
     X(UNBIND_CPUS, "KNIT_UNBIND_CPUS", "where knitrun's auto binding bound the ranks: the job's cpus on this host, which a rank widens to once the offload daemons work on a crowded host")
 
 #define KN_ENV_DECL(id, name, help) static const char KN_ENV_##id[] = name;

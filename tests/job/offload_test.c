@@ -1,8 +1,8 @@
 /*
  * Offload checks run by tests/job/test_offload*.sh through knitrun:
  *   offload_test MODDIR CASE [WHERE]
- * CASE: roundtrip, paths, cycles, faults, badfiles, equiv, dying, stats,
- * noagent, pids, killagent, garbage, echo (the demo of make run).  WHERE: agent (default), switch, host.  Prints "ok CASE" on
+ * CASE: roundtrip [WHERE [MODULE]], paths, cycles, faults, badfiles, equiv, dying, stats,
+ * noagent, pids, killagent, garbage, paused, tree, echo (the demo of make run).  WHERE: agent (default), switch, host.  Prints "ok CASE" on
  * rank 0 when every rank passed; a failed check prints why and exits 1.
  */
 #include <signal.h>
@@ -135,9 +135,9 @@ static int where_of(const char *w)
 }
 
 /* Echo round trips, 0 B .. 1 MiB, a few in flight at once. */
-static void roundtrip(int where)
+static void roundtrip(int where, const char *name)
 {
-    knit_module_t *m = load("echo", where);
+    knit_module_t *m = load(name, where);
     static const size_t sizes[] = {0, 1, 7, 199, 200, 201, 4096, 16384, 65536, 1 << 20};
     size_t max = 1 << 20;
     unsigned char *a = malloc(max), *b = malloc(max);
@@ -545,7 +545,7 @@ int main(int argc, char **argv)
     node = knit_node(ctx);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!strcmp(c, "roundtrip")) {
-        roundtrip(where_of(w));
+        roundtrip(where_of(w), argc > 4 ? argv[4] : "echo");
     } else if (!strcmp(c, "paths")) {
         char out[256];
         paths(where_of(w), out, sizeof(out));
@@ -602,6 +602,19 @@ int main(int argc, char **argv)
         printf("rank %d cpus %s, with a module at the host %s, at the agent %s\n", rank, before, host,
                after);
         CHECK(knit_module_unload(m) == KNIT_OK && knit_module_unload(h) == KNIT_OK, "unload");
+    } else if (!strcmp(c, "tree")) { /* each node's path up the switches */
+        knit_module_t *m = load("ring", KNIT_MODULE_AGENT);
+        int32_t hops[64];
+        size_t n = 0;
+        CHECK(call(m, "u", 1, hops, sizeof(hops), &n) == KNIT_OK && n >= 8 && n % 4 == 0, "up the tree");
+        if (knit_local_rank(ctx) == 0) {
+            char line[512];
+            int k = snprintf(line, sizeof(line), "path");
+            for (size_t i = 0; i < n / 4; i++)
+                k += snprintf(line + k, sizeof(line) - (size_t)k, " %d", hops[i]);
+            printf("%s\n", line);
+        }
+        CHECK(knit_module_unload(m) == KNIT_OK, "unload");
     } else if (!strcmp(c, "paused")) {
         paused();
     } else if (!strcmp(c, "garbage")) {

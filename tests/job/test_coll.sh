@@ -177,6 +177,12 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     run offload.nodes2.user.n5 180 -n 5 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" user
     run offload.nodes3.determinism.n6 180 -n 6 --nodes 3 -x KNIT_COLL_OFFLOAD=on "$PROG" determinism
     run offload.nodes2.suite.n4.2m 180 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" suite 2m
+    # through a tree of switches: fan-in 2 (8 nodes: three levels), fan-in 4
+    run offload.tree.fanin2.suite.n8 180 -n 8 --nodes 8 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 "$PROG" suite 64k
+    run offload.tree.fanin2.sub.n11 180 -n 11 --nodes 7 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 "$PROG" sub 16k
+    run offload.tree.fanin2.determinism.n8 180 -n 8 --nodes 5 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 "$PROG" determinism
+    run offload.tree.fanin4.nb.n8 180 -n 8 --nodes 8 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=4 "$PROG" nb 5
+    run offload.tree.fanin4.suite.n8.2m 180 -n 8 --nodes 8 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=4 "$PROG" suite 2m
     # it is the agents that did them: the module's traffic, per rank
     out=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on -x KNIT_STATS=1 "$PROG" suite 1k 2>&1)
     if grep -q "^ok " <<<"$out" && [ "$(grep -c 'stats: rank [0-3] *coll  *queue in [1-9]' <<<"$out")" = 4 ]; then

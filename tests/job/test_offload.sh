@@ -59,6 +59,40 @@ done
 run "$KNITRUN" -n 2 --timeout 50 -x KNIT_MODULE_BUDGET=200ms "$T" "$M" paused
 expect_ok offload.budget_counts_cpu paused
 
+# A tree of switches (KNIT_SWITCH_FANIN): each node's path up to the root,
+# as worked out by hand (switches numbered from the root down, level by
+# level: 8 nodes at fan-in 2 are 4 + 2 + 1 switches); modules, faults and
+# unloads on a tree; a module built for ABI 1 at every placement.
+tree_paths() { # name fanin expected-lines...
+    local name=$1 fanin=$2; shift 2
+    run "$KNITRUN" -n 8 --nodes 8 --timeout 50 -x KNIT_SWITCH_FANIN="$fanin" "$T" "$M" tree
+    local got want
+    got=$(grep '^path ' "$OUT" | sort)
+    want=$(printf 'path %s\n' "$@")
+    if [ "$RC" -eq 0 ] && [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "status $RC: $(tr '\n' ',' <<<"$got") $(verdicts)"; fi
+}
+tree_paths offload.tree.star 32 "0 -1" "1 -1" "2 -1" "3 -1" "4 -1" "5 -1" "6 -1" "7 -1"
+tree_paths offload.tree.fanin4 4 "0 -2 -1" "1 -2 -1" "2 -2 -1" "3 -2 -1" "4 -3 -1" "5 -3 -1" "6 -3 -1" "7 -3 -1"
+tree_paths offload.tree.fanin2 2 "0 -4 -2 -1" "1 -4 -2 -1" "2 -5 -2 -1" "3 -5 -2 -1" \
+    "4 -6 -3 -1" "5 -6 -3 -1" "6 -7 -3 -1" "7 -7 -3 -1"
+for where in agent switch; do
+    run "$KNITRUN" -n 5 --nodes 5 --timeout 50 -x KNIT_SWITCH_FANIN=2 "$T" "$M" roundtrip "$where"
+    expect_ok "offload.tree.roundtrip.$where" roundtrip
+    run "$KNITRUN" -n 5 --nodes 5 --timeout 50 -x KNIT_SWITCH_FANIN=2 "$T" "$M" paths "$where"
+    expect_ok "offload.tree.paths.$where" paths
+    run "$KNITRUN" -n 4 --nodes 4 --timeout 50 -x KNIT_SWITCH_FANIN=2 -x KNIT_MODULE_BUDGET=200ms "$T" "$M" faults "$where"
+    expect_ok "offload.tree.faults.$where" faults
+    mkdir -p "$TMP/abi1" && ln -sf "$ROOT/$BUILD/tests/modules/abi1.so" "$M/counter.so" "$TMP/abi1/"
+    run "$KNITRUN" -n 4 --nodes 4 --timeout 50 -x KNIT_SWITCH_FANIN=2 "$T" "$TMP/abi1" roundtrip "$where" abi1
+    expect_ok "offload.abi1.$where" roundtrip
+done
+run "$KNITRUN" -n 4 --nodes 4 --timeout 50 -x KNIT_SWITCH_FANIN=1 "$NOP"
+if [ "$RC" -ne 0 ] && grep -q "KNIT_SWITCH_FANIN=1: must be at least 2" "$ERR"; then
+    pass offload.tree.bad_fanin
+else
+    fail offload.tree.bad_fanin "status $RC: $(verdicts)"
+fi
+
 # Files that are not modules, each refused with its reason
 B=$TMP/bad
 mkdir -p "$B"

@@ -5,10 +5,10 @@
 # host never opens the file) run on both.
 source "$(dirname "$0")/../job/lib.sh"
 source "$(dirname "$0")/lib.sh"
-netns_setup netns.offload 2 || exit 0
+netns_setup netns.offload 3 || exit 0
 trap 'netns_cleanup; rm -rf "$TMP"' EXIT
 
-H1=${NETNS_HOSTS[0]} H2=${NETNS_HOSTS[1]}
+H1=${NETNS_HOSTS[0]} H2=${NETNS_HOSTS[1]} H3=${NETNS_HOSTS[2]}
 export KNIT_LAUNCH='ip netns exec {host}'
 T=$JOBBIN/offload_test
 M=$ROOT/$BUILD/modules
@@ -22,6 +22,18 @@ run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 50 "$T" "$M" roundtrip agent
 expect_ok netns.offload.roundtrip roundtrip
 run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 50 -x KNIT_MODULE_BUDGET=200ms "$T" "$M" faults agent
 expect_ok netns.offload.faults faults
+
+# collectives in the network across hosts: a star, and a tree of three
+# switches over three hosts (fan-in 2)
+run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 90 -x KNIT_COLL_OFFLOAD=on "$JOBBIN/coll_test" suite 64k
+expect_ok netns.offload.coll suite
+run "$KNITRUN" --hosts "$H1,$H2,$H3" -n 5 --timeout 90 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 -x KNIT_STATS=1 \
+    "$JOBBIN/coll_test" suite 16k
+if [ "$RC" -eq 0 ] && grep -q "^ok suite" "$OUT" && [ "$(grep -c 'stats: rank [0-4] coll *queue in [1-9]' "$ERR")" = 5 ]; then
+    pass netns.offload.coll.tree
+else
+    fail netns.offload.coll.tree "status $RC: $(grep -c 'coll *queue in' "$ERR") ranks through the agents; $(verdicts)"
+fi
 
 # the daemons talked over the bridge, and nothing is left in the namespaces
 run env KNIT_LOG_LEVEL=info "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 "$T" "$M" paths agent

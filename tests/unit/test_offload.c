@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "knit.h"
 #include "offload/offload.h"
+#include "offload/tree.h"
 
 static char err[256];
 
@@ -84,9 +85,13 @@ KN_TEST(descriptor_checks)
                                .init = d_init, .on_request = d_req};
     KN_CHECK_EQ(kn_mod_check_desc(&d, err, sizeof(err)), KNIT_OK);
     KN_CHECK_EQ(kn_mod_check_desc(NULL, err, sizeof(err)), KNIT_ERR_INVAL);
-    d.abi_version = 2;
+    d.abi_version = 1; /* modules built for ABI 1 keep loading */
+    KN_CHECK_EQ(kn_mod_check_desc(&d, err, sizeof(err)), KNIT_OK);
+    d.abi_version = KNIT_MOD_ABI_VERSION + 1;
     KN_CHECK_EQ(kn_mod_check_desc(&d, err, sizeof(err)), KNIT_ERR_INVAL);
-    KN_CHECK(strstr(err, "wrong ABI version 2"));
+    KN_CHECK(strstr(err, "wrong ABI version 3"));
+    d.abi_version = 0;
+    KN_CHECK_EQ(kn_mod_check_desc(&d, err, sizeof(err)), KNIT_ERR_INVAL);
     d.abi_version = KNIT_MOD_ABI_VERSION;
     d.name = "bad name";
     KN_CHECK_EQ(kn_mod_check_desc(&d, err, sizeof(err)), KNIT_ERR_INVAL);
@@ -169,4 +174,65 @@ KN_TEST(singleton_host_placement)
     KN_CHECK_EQ(knit_stats(ctx, NULL, &t), KNIT_OK);
     KN_CHECK_EQ(t.queue_in_ops, 0);
     KN_CHECK_EQ(knit_finalize(ctx), KNIT_OK);
+}
+
+/* The tree of switches: every node below exactly one switch of each level,
+ * children in order covering their parent's nodes, parents and children
+ * agreeing, and addresses <-> daemon ids both ways. */
+static void check_tree(int nnodes, int fanin, int want_switches, int want_levels)
+{
+    kn_tree_t t;
+    KN_CHECK_EQ(kn_tree_init(&t, nnodes, fanin), 0);
+    KN_CHECK_EQ(t.nswitches, want_switches);
+    KN_CHECK_EQ(t.nlevels, want_levels);
+    knit_mod_place_t root;
+    KN_CHECK_EQ(kn_tree_place(&t, KNIT_MOD_SWITCH, &root), KNIT_MOD_OK);
+    KN_CHECK(root.parent == KNIT_MOD_NONE && root.first_node == 0 && root.nnodes == nnodes &&
+             root.level == want_levels);
+    for (int id = 0; id < nnodes + t.nswitches; id++) {
+        int32_t a = kn_tree_addr(&t, id);
+        KN_CHECK_EQ(kn_tree_id(&t, a), id);
+        knit_mod_place_t p, q;
+        KN_CHECK_EQ(kn_tree_place(&t, a, &p), KNIT_MOD_OK);
+        if (a != KNIT_MOD_SWITCH) { /* my parent has me among its children, covering my nodes */
+            KN_CHECK_EQ(kn_tree_place(&t, p.parent, &q), KNIT_MOD_OK);
+            KN_CHECK_EQ(q.level, p.level + 1);
+            int found = 0;
+            for (int i = 0; i < q.nchildren; i++)
+                found += q.first_child + i * q.child_step == a;
+            KN_CHECK_EQ(found, 1);
+            KN_CHECK(p.first_node >= q.first_node && p.first_node + p.nnodes <= q.first_node + q.nnodes);
+        }
+        if (a < 0) { /* my children cover my nodes, in order */
+            KN_CHECK(p.nchildren >= 1 && p.nchildren <= fanin);
+            int next = p.first_node;
+            for (int i = 0; i < p.nchildren; i++) {
+                KN_CHECK_EQ(kn_tree_place(&t, p.first_child + i * p.child_step, &q), KNIT_MOD_OK);
+                KN_CHECK_EQ(q.first_node, next);
+                next += q.nnodes;
+            }
+            KN_CHECK_EQ(next, p.first_node + p.nnodes);
+            KN_CHECK_EQ(kn_tree_switch_node(&t, -1 - a), p.first_node);
+        }
+    }
+    knit_mod_place_t p;
+    KN_CHECK_EQ(kn_tree_place(&t, nnodes, &p), KNIT_MOD_ERR_RANGE);
+    KN_CHECK_EQ(kn_tree_place(&t, KNIT_MOD_SWITCH_AT(t.nswitches), &p), KNIT_MOD_ERR_RANGE);
+    KN_CHECK_EQ(kn_tree_place(&t, KNIT_MOD_NONE, &p), KNIT_MOD_ERR_RANGE);
+}
+
+KN_TEST(switch_tree)
+{
+    check_tree(1, 32, 1, 1);
+    check_tree(8, 32, 1, 1);   /* a star */
+    check_tree(32, 32, 1, 1);
+    check_tree(33, 32, 3, 2);
+    check_tree(8, 2, 7, 3);    /* the tests' three levels */
+    check_tree(8, 4, 3, 2);
+    check_tree(5, 2, 6, 3);    /* 3 + 2 + 1: an uneven one */
+    check_tree(4096, 32, 4 + 128 + 1, 3);
+    check_tree(4096, 2, 4095, 12);
+    kn_tree_t t;
+    KN_CHECK_EQ(kn_tree_init(&t, 8, 1), -1);
+    KN_CHECK_EQ(kn_tree_init(&t, 0, 2), -1);
 }

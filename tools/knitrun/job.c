@@ -33,6 +33,7 @@
 #include "boot/boot.h"
 #include "boot/hostfile.h"
 #include "core/nodeshm.h"
+#include "offload/tree.h"
 #include "knitrun.h"
 #include "util/config.h"
 #include "util/env.h"
@@ -59,9 +60,10 @@ struct jnode {
 };
 
 /* Offload daemons (emulated nodes; on hosts the proxies start them):
- * one knit-agent per node, then the knit-switch (node -1). */
+ * one knit-agent per node, then the knit-switches (offload/tree.h). */
 struct jdaemon {
-    int node;
+    int node;            /* an agent's; -1 for a switch */
+    int sw;              /* a switch's index */
     kproc_t proc;
     outbuf_t out[2];
 };
@@ -80,6 +82,8 @@ static struct {
     int grace_phase;
     int offload, ndaemons;
     struct jdaemon *daemons;
+    struct kn_config cfg; /* the job's settings: ours and what -x adds */
+    kn_tree_t tree;       /* its switches */
     kb_plan_t bind;      /* emulated nodes: where this host's ranks and daemons run */
 } J;
 
@@ -370,8 +374,10 @@ void job_conn_lost(kconn_t *c)
          * nodes: its exit status, see daemon_exit) */
         if (c->id >= 0 && c->id < J.nnodes)
             fail(1, "agent on node %d died (lost its connection to knitrun)", c->id);
-        else if (c->id == J.nnodes)
+        else if (c->id >= J.nnodes && J.tree.nswitches == 1)
             fail(1, "switch died (lost its connection to knitrun)");
+        else if (c->id >= J.nnodes)
+            fail(1, "switch %d died (lost its connection to knitrun)", c->id - J.nnodes);
     } else if (c->role == KN_BOOT_ROLE_PROXY && J.nodes[c->id].proxy == c) {
         struct jnode *nd = &J.nodes[c->id];
         nd->proxy = NULL;
@@ -417,6 +423,7 @@ static int node_env(int node, strv_t *e)
     bad |= strv_addf(e, "%s=%s", KN_ENV_BOOT_ADDR, J.addrs);
     bad |= strv_addf(e, "%s=%s", KN_ENV_HOSTNAME, J.hosts_mode ? nd->host : J.hostname);
     bad |= strv_addf(e, "KNIT_OFFLOAD=%d", J.offload);
+    bad |= strv_addf(e, "%s=%d", KN_ENV_NSWITCHES, J.tree.nswitches);
     if (!J.hosts_mode)
         bad |= kb_env(&J.bind, e); /* the proxies add their host's */
     if (J.hosts_mode) {
@@ -633,16 +640,9 @@ static int check_shm(void)
         say("out of memory");
         return -1;
     }
-    /* the ranks' settings: ours and what -x adds */
-    struct kn_config cfg = kn_cfg;
     int rc = 0;
-    for (size_t i = 0; i < J.o->exports.n && !rc; i++)
-        if (kn_config_apply(&cfg, J.o->exports.v[i]) != KNIT_OK) {
-            say("invalid -x %s (see above)", J.o->exports.v[i]);
-            rc = -1;
-        }
     for (int n = 0; n < J.nnodes && !rc; n++) {
-        if (kn_node_shm_plan(&cfg, J.nodes[n].count, J.offload, &plans[n], msg, sizeof(msg)) != KNIT_OK) {
+        if (kn_node_shm_plan(&J.cfg, J.nodes[n].count, J.offload, &plans[n], msg, sizeof(msg)) != KNIT_OK) {
             say("%s", msg);
             rc = -1;
         }
@@ -711,8 +711,10 @@ static void daemon_exit(kproc_t *p, int status)
     decode_status(status, &how, &value);
     if (d->node >= 0)
         snprintf(what, sizeof(what), "agent on node %d", d->node);
-    else
+    else if (J.tree.nswitches == 1)
         snprintf(what, sizeof(what), "switch");
+    else
+        snprintf(what, sizeof(what), "switch %d", d->sw);
     /* status 1, however it ended: knitrun's status is the program's (a
      * rank's own status or signal); a daemon is knit's, and on real hosts
      * its end shows only as a lost connection (job_conn_lost), so a
@@ -727,7 +729,7 @@ static void daemon_exit(kproc_t *p, int status)
 /* knit-agent and knit-switch live beside knitrun. */
 static int start_daemons(void)
 {
-    J.ndaemons = J.nnodes + 1;
+    J.ndaemons = J.nnodes + J.tree.nswitches;
     J.daemons = calloc((size_t)J.ndaemons, sizeof(*J.daemons));
     if (!J.daemons)
         return -1;
@@ -739,6 +741,7 @@ static int start_daemons(void)
     for (int i = 0; i < J.ndaemons; i++) {
         struct jdaemon *d = &J.daemons[i];
         d->node = i < J.nnodes ? i : -1;
+        d->sw = i - J.nnodes;
         snprintf(path, sizeof(path), "%s/%s", dir, d->node >= 0 ? "knit-agent" : "knit-switch");
         if (access(path, X_OK) < 0) {
             say("cannot start the offload daemons: %s: %s (knitrun --no-offload runs without them)", path,
@@ -751,7 +754,12 @@ static int start_daemons(void)
         d->proc.on_output = daemon_output;
         d->proc.on_exit = daemon_exit;
         d->proc.cpus = &J.bind.daemons;
-        int rc = node_env(d->node >= 0 ? d->node : 0, &env) < 0 ? -1 : kp_spawn(&d->proc, argv, env.v, NULL, -1);
+        /* a switch runs beside the first node below it */
+        int rc = node_env(d->node >= 0 ? d->node : kn_tree_switch_node(&J.tree, d->sw), &env);
+        if (!rc && d->node < 0)
+            rc = strv_addf(&env, "%s=%d", KN_ENV_SWITCH, d->sw);
+        if (!rc)
+            rc = kp_spawn(&d->proc, argv, env.v, NULL, -1);
         strv_free(&env);
         if (rc < 0) {
             say("cannot start %s", path);
@@ -876,6 +884,16 @@ int job_run(struct job_opts *o)
     J.offload = kn_cfg.offload && !o->no_offload;
     if (plan(o) < 0)
         return KNITRUN_EXIT_USAGE;
+    J.cfg = kn_cfg;
+    for (size_t i = 0; i < o->exports.n; i++)
+        if (kn_config_apply(&J.cfg, o->exports.v[i]) != KNIT_OK) {
+            say("invalid -x %s (see above)", o->exports.v[i]);
+            return 1;
+        }
+    if (kn_tree_init(&J.tree, J.nnodes, (int)J.cfg.switch_fanin) < 0) {
+        say("KNIT_SWITCH_FANIN=%lld: must be at least 2", (long long)J.cfg.switch_fanin);
+        return KNITRUN_EXIT_USAGE;
+    }
     if (check_shm() < 0)
         return 1;
     if (!J.hosts_mode) {

@@ -27,6 +27,7 @@
 #include "util/config.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "offload/tree.h"
 #include "util/time.h"
 
 static struct {
@@ -36,7 +37,7 @@ static struct {
     const char *jobid;
     int ending, done;
     kl_timer_t give_up;
-    kproc_t daemons[2];  /* this host's knit-agent, and the knit-switch on node 0's host */
+    kproc_t daemons[1 + KN_TREE_LEVELS]; /* this host's knit-agent, and the switches beside it */
     int ndaemons;
     int node;
     const char *host;
@@ -180,11 +181,36 @@ static void daemon_exit(kproc_t *p, int status)
     (void)p, (void)status;
 }
 
-/* knitrun asked for offload daemons (KNIT_OFFLOAD=1 in the job): start
- * them from beside this knitrun. */
-static void start_daemons(int node, const strv_t *env)
+/* One daemon from beside this proxy: the agent (sw < 0) or switch sw. */
+static void start_daemon(const char *dir, int sw, const strv_t *env)
 {
-    char dir[4096], path[4200];
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, sw < 0 ? "knit-agent" : "knit-switch");
+    char *argv[] = {path, NULL};
+    strv_t e = {0};
+    int bad = 0;
+    for (size_t i = 0; i < env->n; i++)
+        bad |= strv_add(&e, env->v[i]);
+    if (sw >= 0)
+        bad |= strv_addf(&e, "%s=%d", KN_ENV_SWITCH, sw);
+    kproc_t *d = &P.daemons[P.ndaemons];
+    d->id = P.ndaemons;
+    d->on_output = daemon_output;
+    d->on_exit = daemon_exit;
+    d->cpus = &P.bind.daemons;
+    if (!bad && kp_spawn(d, argv, e.v, NULL, -1) == 0)
+        P.ndaemons++;
+    else
+        kn_error("cannot start %s", path);
+    strv_free(&e);
+}
+
+/* knitrun asked for offload daemons (KNIT_OFFLOAD=1 in the job): start
+ * this node's agent, and the switches whose first node is this one (the
+ * root's is node 0), from beside this knitrun. */
+static void start_daemons(int node, const strv_t *env, const struct kn_config *cfg)
+{
+    char dir[4096];
     ssize_t l = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
     if (l <= 0)
         return;
@@ -192,19 +218,20 @@ static void start_daemons(int node, const strv_t *env)
     char *slash = strrchr(dir, '/');
     if (slash)
         *slash = '\0';
-    for (int k = 0; k < (node == 0 ? 2 : 1); k++) {
-        snprintf(path, sizeof(path), "%s/%s", dir, k == 0 ? "knit-agent" : "knit-switch");
-        char *argv[] = {path, NULL};
-        kproc_t *d = &P.daemons[P.ndaemons];
-        d->id = k;
-        d->on_output = daemon_output;
-        d->on_exit = daemon_exit;
-        d->cpus = &P.bind.daemons;
-        if (kp_spawn(d, argv, env->v, NULL, -1) == 0)
-            P.ndaemons++;
-        else
-            kn_error("cannot start %s", path);
+    int nnodes = 0;
+    size_t kl = strlen(KN_ENV_NNODES);
+    for (size_t i = 0; i < env->n; i++)
+        if (!strncmp(env->v[i], KN_ENV_NNODES, kl) && env->v[i][kl] == '=')
+            nnodes = atoi(env->v[i] + kl + 1);
+    kn_tree_t t;
+    if (kn_tree_init(&t, nnodes, (int)cfg->switch_fanin) < 0) {
+        kn_error("no tree of switches for %d nodes at KNIT_SWITCH_FANIN=%lld", nnodes, (long long)cfg->switch_fanin);
+        return;
     }
+    start_daemon(dir, -1, env);
+    for (int s = 0; s < t.nswitches; s++)
+        if (kn_tree_switch_node(&t, s) == node && P.ndaemons < (int)KN_ARRAY_SIZE(P.daemons))
+            start_daemon(dir, s, env);
 }
 
 /* The job cannot start here: tell knitrun why in one line (its ABORT) and
@@ -347,7 +374,7 @@ int proxy_main(void)
     if (check_shm(&cfg, cfg_ok, cfg.offload) < 0 || place(&cfg, &env, cfg.offload) < 0)
         P.ending = 1; /* nothing runs; knitrun ends the job and closes the connection */
     else if (cfg.offload)
-        start_daemons(node, &env);
+        start_daemons(node, &env, &cfg);
     for (int i = 0; i < P.count && !P.ending; i++) {
         kproc_t *p = &P.ranks[i];
         p->on_output = rank_output;
