@@ -9,22 +9,33 @@
  * job rank `first`, its offloaded-collective number `seq`):
  *   rank   -> agent   a request: kn_coll_mod_args_t, the communicator's
  *                     nodes (a bitmap; none when it spans the job), then
- *                     its vector (inline in the command entry up to 200
- *                     bytes, read from the rank's memory by the agent above)
- *   agent             keeps each local member's vector; once the node's
- *                     last member is in, combines them in member order
- *   agent  -> switch  UP: the node's partial result, to its parent in the
- *                     tree of switches (the place service: one switch for
- *                     a job of at most KNIT_SWITCH_FANIN nodes)
- *   switch            keeps each member child's partial (a child is a
- *                     member when its nodes meet the bitmap); once the
- *                     last is in, combines them in child order and sends
- *                     the result UP to its parent; the root instead
- *   switch -> below   DOWN: the result, to every member child, and each
- *                     switch passes it down to its own
- *   agent  -> ranks   writes the result into each local member's buffer
- *                     (in the completion up to KN_COLL_MOD_INLINE bytes)
- *                     and completes its request.
+ *                     its vector up to one segment (KN_COLL_MOD_SEG; in
+ *                     the command entry up to 200 bytes, read from the
+ *                     rank's memory by the daemon above); a larger one
+ *                     stays where it is (args.src)
+ *   agent             once the node's last member is in, combines their
+ *                     vectors in member order, one segment at a time (a
+ *                     large one's segments read from each member's
+ *                     memory with read_rank as it goes)
+ *   agent  -> switch  UP: each segment of the node's partial result, to
+ *                     its parent in the tree of switches (the place
+ *                     service: one switch for a job of at most
+ *                     KNIT_SWITCH_FANIN nodes); WINDOW segments in flight,
+ *                     the next one leaving as one comes back down
+ *   switch            keeps each member child's partial of a segment (a
+ *                     child is a member when its nodes meet the bitmap);
+ *                     once the last is in, combines them in child order
+ *                     and sends the segment UP to its parent; the root
+ *                     instead
+ *   switch -> below   DOWN: the segment's result, to every member child,
+ *                     and each switch passes it down to its own: a switch
+ *                     holds a few segments of a collective, never the
+ *                     whole vector, and combines one while the next ones
+ *                     arrive (a pipeline)
+ *   agent  -> ranks   writes each segment of the result into each local
+ *                     member's buffer (a result of at most
+ *                     KN_COLL_MOD_INLINE bytes goes in the completion),
+ *                     and completes the requests after the last.
  * Children cover their parent's nodes in order, so a fixed order at every
  * level: floating-point results are the same on every rank and from run
  * to run (for a given KNIT_SWITCH_FANIN).  A barrier is the same with 0
@@ -46,35 +57,40 @@
 static const knit_mod_services_t *K;
 static volatile uintptr_t nowhere = 8; /* in the first page, never mapped */
 
-#define SLOTS 64          /* collectives in flight per instance */
+#define SLOTS 256         /* collectives (agent), segments (switch) in flight */
 #define MAX_LOCAL 1024    /* members of one node */
+#define WINDOW 4          /* segments of one collective in flight */
 
-/* A local member (agent): its request, and where its result goes. */
+/* A local member (agent): its request, and where its vector and result are. */
 typedef struct member {
-    uint64_t token, addr;
+    uint64_t token, src, addr;
     int32_t rank;
 } member_t;
 
-/* One collective in flight: at an agent its node's members'
- * contributions, at a switch its member children's partials; slot i
- * holds member (child) i's, so that the order of combining is fixed.  A
- * broadcast keeps one slot: the root's vector. */
+/* At an agent, one collective in flight: its node's members (slot i:
+ * member i's vector, for a collective of one segment; larger ones are
+ * read a segment at a time into the slots).  At a switch, one segment of
+ * a collective: slot i holds member child i's partial.  So the order of
+ * combining is fixed.  A broadcast keeps one slot: the root's vector. */
 typedef struct entry {
     int used;
     uint32_t kind, comm, dtype, redop;
     int32_t first;        /* with comm: which communicator */
     int32_t root_node;    /* bcast, reduce: the root's node */
     int32_t root_lrank;   /* agent: the root's index among the members, -1 */
-    uint64_t seq, bytes;
+    uint64_t seq, bytes;  /* the collective, its vector */
+    uint32_t seg, nseg;   /* switch: this segment of nseg; agent: 0 of nseg */
+    uint64_t slen;        /* bytes of a slot */
     int32_t expect, have;
-    int32_t status;       /* a switch: the first failure a child reported */
+    int32_t status;       /* the first failure heard of */
     int32_t has_root;     /* bcast: the root's vector is in */
+    uint32_t next, ndown; /* agent: the next segment to send up, segments back */
     uint32_t mask_len;    /* the communicator's nodes (0: every node) */
     uint8_t *mask;
     member_t *mem;        /* agent: [expect] */
     int32_t *child;       /* switch: the child of each slot (where the result goes) */
     uint8_t *got;
-    char *data;           /* expect * bytes (bcast: bytes) */
+    char *data;           /* expect slots of slen (bcast: one) */
 } entry_t;
 
 typedef struct state {
@@ -83,14 +99,15 @@ typedef struct state {
 } state_t;
 
 /* A message: this header, then (UP) the communicator's nodes, mask_len
- * bytes, then dlen bytes of data. */
+ * bytes, then dlen bytes of segment seg. */
 typedef struct wire {
     uint32_t kind;        /* UP, DOWN */
     uint32_t ckind;       /* KN_COLL_MOD_* */
     uint32_t comm, dtype, redop;
     int32_t first;
     uint64_t seq, bytes;
-    uint64_t dlen;        /* 0 or bytes */
+    uint32_t seg, nseg;
+    uint64_t dlen;        /* 0, or the segment's length */
     uint32_t mask_len;
     int32_t root_node;
     int32_t status;
@@ -98,6 +115,23 @@ typedef struct wire {
 } wire_t;
 
 enum { UP = 1, DOWN };
+
+static uint32_t nseg_of(uint64_t bytes)
+{
+    return bytes <= KN_COLL_MOD_SEG ? 1 : (uint32_t)((bytes + KN_COLL_MOD_SEG - 1) / KN_COLL_MOD_SEG);
+}
+
+/* Bytes of segment i of a vector of `bytes`. */
+static uint64_t seg_len(uint64_t bytes, uint32_t i)
+{
+    uint64_t off = (uint64_t)i * KN_COLL_MOD_SEG;
+    return bytes - off < KN_COLL_MOD_SEG ? bytes - off : KN_COLL_MOD_SEG;
+}
+
+static state_t *st_of(knit_mod_ctx_t *m)
+{
+    return K->state(m);
+}
 
 static int32_t coll_init(knit_mod_ctx_t *m, const knit_mod_services_t *svc)
 {
@@ -131,29 +165,29 @@ static void entry_free(knit_mod_ctx_t *m, entry_t *e)
 
 static void coll_fini(knit_mod_ctx_t *m)
 {
-    state_t *s = K->state(m);
+    state_t *s = st_of(m);
     for (int i = 0; s && i < SLOTS; i++)
         if (s->slot[i].used)
             entry_free(m, &s->slot[i]);
 }
 
-static entry_t *entry_find(knit_mod_ctx_t *m, uint32_t comm, int32_t first, uint64_t seq)
+static entry_t *entry_find(knit_mod_ctx_t *m, uint32_t comm, int32_t first, uint64_t seq, uint32_t seg)
 {
-    state_t *s = K->state(m);
+    state_t *s = st_of(m);
     for (int i = 0; i < SLOTS; i++) {
         entry_t *e = &s->slot[i];
-        if (e->used && e->comm == comm && e->first == first && e->seq == seq)
+        if (e->used && e->comm == comm && e->first == first && e->seq == seq && e->seg == seg)
             return e;
     }
     return NULL;
 }
 
-/* A new entry for `expect` contributions of `bytes`, with a copy of the
- * communicator's nodes; NULL: no room (SLOTS in flight) or memory. */
-static entry_t *entry_new(knit_mod_ctx_t *m, uint32_t kind, uint32_t comm, int32_t first, uint64_t seq,
-                          int32_t expect, uint64_t bytes, const uint8_t *mask, uint32_t mask_len)
+/* A new entry for `expect` contributions (slots of slen bytes), with a
+ * copy of the communicator's nodes; NULL: no room (SLOTS in flight) or
+ * memory. */
+static entry_t *entry_new(knit_mod_ctx_t *m, const wire_t *w, int32_t expect, uint64_t slen, const uint8_t *mask)
 {
-    state_t *s = K->state(m);
+    state_t *s = st_of(m);
     entry_t *e = NULL;
     for (int i = 0; i < SLOTS && !e; i++)
         if (!s->slot[i].used)
@@ -161,28 +195,34 @@ static entry_t *entry_new(knit_mod_ctx_t *m, uint32_t kind, uint32_t comm, int32
     if (!e)
         return NULL;
     int sw = s->self.level > 0;
-    uint64_t keep = kind == KN_COLL_MOD_BCAST ? bytes : (uint64_t)expect * bytes;
+    uint64_t keep = w->ckind == KN_COLL_MOD_BCAST ? slen : (uint64_t)expect * slen;
     e->got = K->alloc(m, (uint64_t)expect + 1);
     e->data = keep ? K->alloc(m, keep) : NULL;
-    e->mask = mask_len ? K->alloc(m, mask_len) : NULL;
+    e->mask = w->mask_len ? K->alloc(m, w->mask_len) : NULL;
     if (sw)
         e->child = K->alloc(m, (uint64_t)expect * sizeof(int32_t) + 1);
     else
         e->mem = K->alloc(m, (uint64_t)expect * sizeof(member_t));
-    if (!e->got || (keep && !e->data) || (mask_len && !e->mask) || (sw ? !e->child : !e->mem)) {
+    if (!e->got || (keep && !e->data) || (w->mask_len && !e->mask) || (sw ? !e->child : !e->mem)) {
         entry_free(m, e);
         return NULL;
     }
-    if (mask_len)
-        memcpy(e->mask, mask, mask_len);
+    if (w->mask_len)
+        memcpy(e->mask, mask, w->mask_len);
     e->used = 1;
-    e->kind = kind;
-    e->comm = comm;
-    e->first = first;
-    e->seq = seq;
+    e->kind = w->ckind;
+    e->comm = w->comm;
+    e->first = w->first;
+    e->seq = w->seq;
+    e->bytes = w->bytes;
+    e->seg = w->seg;
+    e->nseg = w->nseg;
+    e->slen = slen;
+    e->dtype = w->dtype;
+    e->redop = w->redop;
+    e->root_node = w->root_node;
     e->expect = expect;
-    e->bytes = bytes;
-    e->mask_len = mask_len;
+    e->mask_len = w->mask_len;
     return e;
 }
 
@@ -200,28 +240,28 @@ static int covers(knit_mod_ctx_t *m, int32_t c, const uint8_t *mask, uint32_t ma
     return 0;
 }
 
-/* The entry's result (*out; NULL where there is none: a barrier, or a
- * broadcast whose root is elsewhere).  Reductions combine the slots in
- * order: slot i becomes slot i-1 op slot i (in, then inout: MPI's order),
- * so the last one holds it.  KNIT_MOD_ERR_INVAL: the op does not apply to
- * the type. */
-static int32_t result_of(const entry_t *e, const char **out)
+/* The combined slots of len bytes (*out; NULL where there is none: a
+ * barrier, or a broadcast whose root is elsewhere).  Reductions combine
+ * the slots in order: slot i becomes slot i-1 op slot i (in, then inout:
+ * MPI's order), so the last one holds it.  KNIT_MOD_ERR_INVAL: the op does
+ * not apply to the type. */
+static int32_t combine(const entry_t *e, uint64_t len, const char **out)
 {
     *out = NULL;
-    if (!e->bytes)
+    if (!len)
         return KNIT_MOD_OK;
     if (e->kind == KN_COLL_MOD_BCAST) {
         *out = e->has_root ? e->data : NULL;
         return KNIT_MOD_OK;
     }
     size_t esize = kn_coll_mod_esize(e->dtype);
-    if (!esize || e->bytes % esize)
+    if (!esize || len % esize)
         return KNIT_MOD_ERR_INVAL;
     for (int32_t i = 1; i < e->expect; i++)
-        if (kn_coll_mod_reduce(e->data + (size_t)(i - 1) * e->bytes, e->data + (size_t)i * e->bytes,
-                               e->bytes / esize, e->dtype, e->redop) < 0)
+        if (kn_coll_mod_reduce(e->data + (size_t)(i - 1) * e->slen, e->data + (size_t)i * e->slen, len / esize,
+                               e->dtype, e->redop) < 0)
             return KNIT_MOD_ERR_INVAL;
-    *out = e->data + (size_t)(e->expect - 1) * e->bytes;
+    *out = e->data + (size_t)(e->expect - 1) * e->slen;
     return KNIT_MOD_OK;
 }
 
@@ -234,7 +274,7 @@ static void keep(entry_t *e, int32_t i, const void *data, uint64_t len)
         memcpy(e->data, data, len);
         e->has_root = 1;
     } else {
-        memcpy(e->data + (size_t)i * e->bytes, data, len);
+        memcpy(e->data + (size_t)i * e->slen, data, len);
     }
 }
 
@@ -255,15 +295,16 @@ static int32_t send_wire(knit_mod_ctx_t *m, int32_t dest, const wire_t *w, const
     return st;
 }
 
-/* The entry's part, up to this instance's parent. */
-static int32_t send_up(knit_mod_ctx_t *m, entry_t *e, int32_t status)
+/* Segment seg's part (len bytes at part, or none), up to this instance's
+ * parent. */
+static int32_t send_up(knit_mod_ctx_t *m, const entry_t *e, uint32_t seg, int32_t status, const char *part,
+                       uint64_t len)
 {
-    const char *part = NULL;
-    int32_t st = status != KNIT_MOD_OK ? status : result_of(e, &part);
     wire_t w = {.kind = UP, .ckind = e->kind, .comm = e->comm, .first = e->first, .dtype = e->dtype,
-                .redop = e->redop, .seq = e->seq, .bytes = e->bytes, .dlen = st == KNIT_MOD_OK && part ? e->bytes : 0,
-                .mask_len = e->mask_len, .root_node = e->root_node, .status = st};
-    return send_wire(m, ((state_t *)K->state(m))->self.parent, &w, e->mask, part);
+                .redop = e->redop, .seq = e->seq, .bytes = e->bytes, .seg = seg, .nseg = e->nseg,
+                .dlen = status == KNIT_MOD_OK && part ? len : 0, .mask_len = e->mask_len,
+                .root_node = e->root_node, .status = status};
+    return send_wire(m, st_of(m)->self.parent, &w, e->mask, part);
 }
 
 /* Whether local member i gets the result: every member of an allreduce,
@@ -281,39 +322,106 @@ static int gets_result(const entry_t *e, int32_t i)
     return 0;
 }
 
-/* Complete every local member: the result into its buffer (or the
- * completion, when small), then its request. */
+/* Whether local member i has a vector to give: all of a reduction, the
+ * root of a broadcast. */
+static int gives(const entry_t *e, int32_t i)
+{
+    return e->kind != KN_COLL_MOD_BCAST || i == e->root_lrank;
+}
+
+/* Complete every local member (status), with the result in the
+ * completion when it is small (result: all of it), and free the entry. */
 static void complete_all(knit_mod_ctx_t *m, entry_t *e, int32_t status, const char *result)
 {
     for (int32_t i = 0; i < e->expect; i++) {
         if (!e->got[i])
             continue;
         const member_t *p = &e->mem[i];
-        if (status != KNIT_MOD_OK || !e->bytes || !gets_result(e, i)) {
-            K->complete(m, p->token, status, NULL, 0);
-        } else if (!result) {
+        int small = status == KNIT_MOD_OK && e->bytes && e->bytes <= KN_COLL_MOD_INLINE && gets_result(e, i);
+        if (small && !result)
             K->complete(m, p->token, KNIT_MOD_ERR_IO, NULL, 0);
-        } else if (e->bytes <= KN_COLL_MOD_INLINE) {
-            K->complete(m, p->token, KNIT_MOD_OK, result, e->bytes);
-        } else {
-            int32_t st = K->write_rank(m, p->rank, p->addr, result, e->bytes);
-            K->complete(m, p->token, st, NULL, 0);
-        }
+        else
+            K->complete(m, p->token, status, small ? result : NULL, small ? e->bytes : 0);
     }
     entry_free(m, e);
 }
 
-/* A switch: the result (or the failure) down to each member child; a
- * reduce's result only towards the root's node. */
+/* An agent: the node's partial of segment seg, up.  A collective of one
+ * segment has its members' vectors in the slots already; a larger one's
+ * are read from their memory now. */
+static int32_t agent_up(knit_mod_ctx_t *m, entry_t *e, uint32_t seg)
+{
+    uint64_t len = seg_len(e->bytes, seg);
+    int32_t st = e->status;
+    for (int32_t i = 0; e->nseg > 1 && st == KNIT_MOD_OK && i < e->expect; i++) {
+        if (!gives(e, i))
+            continue;
+        char *slot = e->data + (e->kind == KN_COLL_MOD_BCAST ? 0 : (size_t)i * e->slen);
+        st = K->read_rank(m, e->mem[i].rank, slot, e->mem[i].src + (uint64_t)seg * KN_COLL_MOD_SEG, len);
+        if (e->kind == KN_COLL_MOD_BCAST)
+            e->has_root = 1;
+    }
+    const char *part = NULL;
+    if (st == KNIT_MOD_OK)
+        st = combine(e, len, &part);
+    if (st != KNIT_MOD_OK && e->status == KNIT_MOD_OK)
+        e->status = st; /* the others learn it from the switch */
+    return send_up(m, e, seg, st, part, len);
+}
+
+/* An agent: segments up while the window has room (one whose message
+ * could not be sent counts as back, failed); completes the members and
+ * frees the entry once every segment is back. */
+static void agent_push(knit_mod_ctx_t *m, entry_t *e, const char *last)
+{
+    while (e->next < e->nseg && e->next - e->ndown < WINDOW) {
+        if (agent_up(m, e, e->next++) != KNIT_MOD_OK) {
+            e->ndown++;
+            if (e->status == KNIT_MOD_OK)
+                e->status = KNIT_MOD_ERR_IO;
+        }
+    }
+    if (e->ndown == e->nseg)
+        complete_all(m, e, e->status, last);
+}
+
+/* An agent: segment seg of the result came down (data: its bytes, or
+ * NULL where this node gets none). */
+static void agent_down(knit_mod_ctx_t *m, entry_t *e, uint32_t seg, int32_t status, const char *data)
+{
+    if (status != KNIT_MOD_OK && e->status == KNIT_MOD_OK)
+        e->status = status;
+    uint64_t len = seg_len(e->bytes, seg);
+    if (e->status == KNIT_MOD_OK && data && e->bytes > KN_COLL_MOD_INLINE) {
+        for (int32_t i = 0; i < e->expect; i++) {
+            if (!gets_result(e, i))
+                continue;
+            int32_t st = K->write_rank(m, e->mem[i].rank, e->mem[i].addr + (uint64_t)seg * KN_COLL_MOD_SEG, data,
+                                       len);
+            if (st != KNIT_MOD_OK) {
+                e->status = st;
+                break;
+            }
+        }
+    } else if (e->status == KNIT_MOD_OK && !data && e->bytes) {
+        for (int32_t i = 0; i < e->expect; i++)
+            if (gets_result(e, i))
+                e->status = KNIT_MOD_ERR_IO; /* a result that did not come */
+    }
+    e->ndown++;
+    agent_push(m, e, data);
+}
+
+/* A switch: segment e's result (or the failure) down to each member
+ * child; a reduce's result only towards the root's node. */
 static void send_down(knit_mod_ctx_t *m, entry_t *e, int32_t status, const char *res)
 {
     wire_t d = {.kind = DOWN, .ckind = e->kind, .comm = e->comm, .first = e->first, .seq = e->seq,
-                .bytes = e->bytes, .root_node = e->root_node, .status = status};
+                .bytes = e->bytes, .seg = e->seg, .nseg = e->nseg, .root_node = e->root_node, .status = status};
     for (int32_t i = 0; i < e->expect; i++) {
         int32_t c = e->child[i];
-        int gets = status == KNIT_MOD_OK && res &&
-                   (e->kind != KN_COLL_MOD_REDUCE || covers(m, c, NULL, 0, e->root_node));
-        d.dlen = gets ? e->bytes : 0;
+        int to = status == KNIT_MOD_OK && res && (e->kind != KN_COLL_MOD_REDUCE || covers(m, c, NULL, 0, e->root_node));
+        d.dlen = to ? seg_len(e->bytes, e->seg) : 0;
         send_wire(m, c, &d, NULL, res);
     }
     entry_free(m, e);
@@ -334,7 +442,9 @@ static int args_ok(knit_mod_ctx_t *m, const knit_mod_request_t *req, const kn_co
                    a->root_lrank < -1 || a->root_lrank >= a->nlocal || (a->root_lrank >= 0) != (a->root_node == g->self)))
         return 0;
     int sends = a->kind != KN_COLL_MOD_BCAST || a->lrank == a->root_lrank;
-    return req->len == sizeof(*a) + a->mask_len + (sends ? a->bytes : 0);
+    /* up to a segment in the request; a larger vector stays in the rank */
+    uint64_t inreq = sends && a->bytes <= KN_COLL_MOD_SEG ? a->bytes : 0;
+    return req->len == sizeof(*a) + a->mask_len + inreq;
 }
 
 static void coll_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const void *args)
@@ -355,46 +465,45 @@ static void coll_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
         return;
     }
-    entry_t *e = entry_find(m, a.comm, a.first, a.seq);
-    if (!e && !(e = entry_new(m, a.kind, a.comm, a.first, a.seq, a.nlocal, a.bytes, mask, a.mask_len))) {
+    uint32_t nseg = nseg_of(a.bytes);
+    wire_t w = {.ckind = a.kind, .comm = a.comm, .first = a.first, .dtype = a.dtype, .redop = a.redop,
+                .seq = a.seq, .bytes = a.bytes, .nseg = nseg, .mask_len = a.mask_len, .root_node = a.root_node};
+    entry_t *e = entry_find(m, a.comm, a.first, a.seq, 0);
+    if (!e && !(e = entry_new(m, &w, a.nlocal, seg_len(a.bytes, 0), mask))) {
         K->complete(m, req->token, KNIT_MOD_ERR_AGAIN, NULL, 0);
         return;
     }
     if (e->kind != a.kind || e->expect != a.nlocal || e->bytes != a.bytes || e->got[a.lrank] ||
-        e->mask_len != a.mask_len || (a.mask_len && memcmp(e->mask, mask, a.mask_len)) ||
-        (e->have && (e->dtype != a.dtype || e->redop != a.redop || e->root_node != a.root_node ||
-                     e->root_lrank != a.root_lrank))) {
+        e->mask_len != a.mask_len || (a.mask_len && memcmp(e->mask, mask, a.mask_len)) || e->dtype != a.dtype ||
+        e->redop != a.redop || e->root_node != a.root_node || (e->have && e->root_lrank != a.root_lrank)) {
         K->complete(m, req->token, KNIT_MOD_ERR_STATE, NULL, 0); /* the members disagree */
         return;
     }
-    e->dtype = a.dtype;
-    e->redop = a.redop;
-    e->root_node = a.root_node;
     e->root_lrank = a.root_lrank;
-    e->mem[a.lrank] = (member_t){.token = req->token, .addr = a.result, .rank = req->rank};
+    e->mem[a.lrank] = (member_t){.token = req->token, .src = a.src, .addr = a.result, .rank = req->rank};
     e->got[a.lrank] = 1;
-    keep(e, a.lrank, mask + a.mask_len, req->len - sizeof(a) - a.mask_len);
+    if (nseg == 1)
+        keep(e, a.lrank, mask + a.mask_len, req->len - sizeof(a) - a.mask_len);
     if (++e->have < e->expect)
         return;
-    /* the node's last member: its partial goes up */
-    int32_t st = send_up(m, e, KNIT_MOD_OK);
-    if (st != KNIT_MOD_OK)
-        complete_all(m, e, st, NULL);
+    /* the node's last member: its partial goes up, a window of segments */
+    agent_push(m, e, NULL);
 }
 
-/* A child's part at a switch.  The first one makes the entry: which of
- * this switch's children have members (their nodes meet the mask). */
+/* A child's part of a segment at a switch.  The first one makes the
+ * entry: which of this switch's children have members (their nodes meet
+ * the mask). */
 static void switch_up(knit_mod_ctx_t *m, int32_t from, const wire_t *w, const uint8_t *mask, const char *data)
 {
-    const knit_mod_place_t *me = &((state_t *)K->state(m))->self;
-    entry_t *e = entry_find(m, w->comm, w->first, w->seq);
+    const knit_mod_place_t *me = &st_of(m)->self;
+    entry_t *e = entry_find(m, w->comm, w->first, w->seq, w->seg);
     if (!e) {
         int32_t n = 0;
         for (int32_t i = 0; i < me->nchildren; i++)
             n += covers(m, me->first_child + i * me->child_step, mask, w->mask_len, -1);
-        e = n ? entry_new(m, w->ckind, w->comm, w->first, w->seq, n, w->bytes, mask, w->mask_len) : NULL;
+        e = n ? entry_new(m, w, n, seg_len(w->bytes, w->seg), mask) : NULL;
         if (!e) {
-            K->log(m, KNIT_MOD_LOG_ERROR, "collective %llu of communicator %u: no room (%d in flight)",
+            K->log(m, KNIT_MOD_LOG_ERROR, "collective %llu of communicator %u: no room (%d segments in flight)",
                    (unsigned long long)w->seq, w->comm, SLOTS);
             return;
         }
@@ -403,16 +512,13 @@ static void switch_up(knit_mod_ctx_t *m, int32_t from, const wire_t *w, const ui
             if (covers(m, c, mask, w->mask_len, -1))
                 e->child[k++] = c;
         }
-        e->dtype = w->dtype;
-        e->redop = w->redop;
-        e->root_node = w->root_node;
     }
     int32_t slot = -1;
     for (int32_t i = 0; i < e->expect && slot < 0; i++)
         if (e->child[i] == from)
             slot = i;
-    if (slot < 0 || e->got[slot] || w->bytes != e->bytes || w->ckind != e->kind || w->mask_len != e->mask_len ||
-        (w->mask_len && memcmp(mask, e->mask, w->mask_len))) {
+    if (slot < 0 || e->got[slot] || w->bytes != e->bytes || w->nseg != e->nseg || w->ckind != e->kind ||
+        w->mask_len != e->mask_len || (w->mask_len && memcmp(mask, e->mask, w->mask_len))) {
         K->log(m, KNIT_MOD_LOG_ERROR, "collective %llu of communicator %u: the part of %d does not fit",
                (unsigned long long)w->seq, w->comm, from);
         return;
@@ -423,15 +529,15 @@ static void switch_up(knit_mod_ctx_t *m, int32_t from, const wire_t *w, const ui
     keep(e, slot, data, w->dlen);
     if (++e->have < e->expect)
         return;
+    const char *res = NULL;
+    int32_t st = e->status != KNIT_MOD_OK ? e->status : combine(e, e->slen, &res);
     if (me->parent != KNIT_MOD_NONE) { /* the result comes down later */
-        int32_t st = send_up(m, e, e->status);
+        st = send_up(m, e, e->seg, st, res, e->slen);
         if (st != KNIT_MOD_OK)
             send_down(m, e, st, NULL);
         return;
     }
-    const char *res = NULL;
-    int32_t st = e->status != KNIT_MOD_OK ? e->status : result_of(e, &res);
-    if (st == KNIT_MOD_OK && e->bytes && !res)
+    if (st == KNIT_MOD_OK && e->slen && !res)
         st = KNIT_MOD_ERR_STATE; /* a broadcast whose root's node sent nothing */
     send_down(m, e, st, res);
 }
@@ -443,26 +549,28 @@ static void coll_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint6
         return;
     memcpy(&w, msg, sizeof(w));
     const knit_mod_geometry_t *g = K->geometry(m);
-    if (w.mask_len && w.mask_len != ((uint32_t)g->nnodes + 7) / 8)
+    if ((w.mask_len && w.mask_len != ((uint32_t)g->nnodes + 7) / 8) || w.bytes > KN_COLL_MOD_MAX_BYTES ||
+        w.nseg != nseg_of(w.bytes) || w.seg >= w.nseg)
         return;
     const uint8_t *mask = (const uint8_t *)msg + sizeof(w);
     const char *data = (const char *)mask + w.mask_len;
-    if (len - sizeof(w) < w.mask_len || len - sizeof(w) - w.mask_len != w.dlen || (w.dlen && w.dlen != w.bytes))
+    if (len - sizeof(w) < w.mask_len || len - sizeof(w) - w.mask_len != w.dlen ||
+        (w.dlen && w.dlen != seg_len(w.bytes, w.seg)))
         return; /* malformed: a daemon of this job never sends it */
-    int sw = ((state_t *)K->state(m))->self.level > 0;
+    int sw = st_of(m)->self.level > 0;
     if (w.kind == UP && sw) {
         switch_up(m, from, &w, mask, data);
         return;
     }
-    if (w.kind != DOWN || from != ((state_t *)K->state(m))->self.parent)
+    if (w.kind != DOWN || from != st_of(m)->self.parent)
         return;
-    entry_t *e = entry_find(m, w.comm, w.first, w.seq);
+    entry_t *e = entry_find(m, w.comm, w.first, w.seq, sw ? w.seg : 0);
     if (!e)
         return;
     if (sw)
         send_down(m, e, w.status, w.dlen ? data : NULL);
     else
-        complete_all(m, e, w.status, w.dlen ? data : NULL);
+        agent_down(m, e, w.seg, w.status, w.dlen ? data : NULL);
 }
 
 static const knit_mod_descriptor_t desc = {

@@ -9,9 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KN_COLL_MOD_VERSION 3u
+#define KN_COLL_MOD_VERSION 4u
 #define KN_COLL_MOD_MAX_NODES 4096
-#define KN_COLL_MOD_MAX_BYTES (1u << 20) /* one vector; larger ones stay on the hosts */
+#define KN_COLL_MOD_MAX_BYTES (1ull << 32) /* one vector; larger ones stay on the hosts */
+/* vectors go through agents and switches in segments of this size (a
+ * pipeline); up to one segment travels in the request, larger ones stay
+ * in the rank's memory, where the agent reads them a segment at a time */
+#define KN_COLL_MOD_SEG (64u << 10)
 /* results up to this size come back in the completion; larger ones the
  * agent writes into the rank's buffer (a.result) itself */
 #define KN_COLL_MOD_INLINE 192u
@@ -20,8 +24,8 @@ enum { KN_COLL_MOD_BARRIER = 1, KN_COLL_MOD_BCAST, KN_COLL_MOD_REDUCE, KN_COLL_M
 
 /* A rank's request: this header, the communicator's nodes (mask_len
  * bytes: bit n of byte n / 8 for job node n; none where it spans every
- * node of the job), then its vector (bytes; a broadcast's non-root
- * members send none). */
+ * node of the job), then its vector when it is at most KN_COLL_MOD_SEG
+ * bytes (a broadcast's non-root members send none). */
 typedef struct kn_coll_mod_args {
     uint32_t version;      /* KN_COLL_MOD_VERSION */
     uint32_t kind;         /* KN_COLL_MOD_* */
@@ -30,6 +34,7 @@ typedef struct kn_coll_mod_args {
     uint32_t dtype, redop; /* knit_dtype_t, knit_op_kind_t */
     uint64_t seq;          /* the communicator's offloaded-collective number */
     uint64_t bytes;        /* the vector's size (0: a barrier) */
+    uint64_t src;          /* where its vector is, in its memory */
     uint64_t result;       /* where this rank's result goes, in its memory */
     int32_t nlocal, lrank; /* the communicator's members on this node; this one's index */
     int32_t root_node;     /* bcast, reduce: the root's node (-1: none) */

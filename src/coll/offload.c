@@ -10,7 +10,7 @@
  * (kn_sched_t with `off`) only looks at the completion queue.
  *
  * Not offloaded (the host algorithms run): user-defined ops, REPLACE /
- * NO_OP, vectors above KN_COLL_MOD_MAX_BYTES, and every call once the
+ * NO_OP, vectors above KN_COLL_MOD_MAX_BYTES (4 GiB), and every call once the
  * module could not be loaded or faulted (a warning says why).  A fault
  * fails every open request of the module on every daemon, so every
  * member learns it and redoes that collective on the hosts: a blocking
@@ -111,6 +111,7 @@ static char *build(knit_comm_t *c, int kind, const void *sb, void *rb, size_t co
                    const knit_op_t *op, int root, char *small, size_t small_len, size_t *len, size_t *inl)
 {
     int me = c->g.rank, rooted = kind == KN_COLL_MOD_BCAST || kind == KN_COLL_MOD_REDUCE;
+    const void *vec = sb == KNIT_IN_PLACE || kind == KN_COLL_MOD_BCAST ? rb : sb;
     if (node_mask(c) < 0)
         return NULL;
     int root_node = rooted ? kn_coll_node_of(c->coll, c->ranks[root]) : -1;
@@ -124,6 +125,7 @@ static char *build(knit_comm_t *c, int kind, const void *sb, void *rb, size_t co
                             .seq = ++c->off_seq,
                             .bytes = bytes,
                             .result = (uint64_t)(uintptr_t)rb,
+                            .src = (uint64_t)(uintptr_t)vec,
                             .nlocal = c->local.size,
                             .lrank = c->local.rank,
                             .root_node = root_node,
@@ -131,8 +133,7 @@ static char *build(knit_comm_t *c, int kind, const void *sb, void *rb, size_t co
                             .mask_len = c->off_mask_len};
     if (kn_cfg.coll_offload_fault && c->off_seq == (uint64_t)kn_cfg.coll_offload_fault && me == 0)
         a.flags |= KN_COLL_MOD_F_FAULT; /* tests: the module faults here */
-    const void *vec = sb == KNIT_IN_PLACE || kind == KN_COLL_MOD_BCAST ? rb : sb;
-    size_t vlen = kind == KN_COLL_MOD_BCAST && me != root ? 0 : bytes;
+    size_t vlen = (kind == KN_COLL_MOD_BCAST && me != root) || bytes > KN_COLL_MOD_SEG ? 0 : bytes;
     int gets = kind == KN_COLL_MOD_ALLREDUCE || (kind == KN_COLL_MOD_REDUCE && me == root) ||
                (kind == KN_COLL_MOD_BCAST && me != root);
     *inl = gets && bytes <= KN_COLL_MOD_INLINE ? bytes : 0;

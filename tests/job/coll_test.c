@@ -14,11 +14,14 @@
  *                              a whole second)
  *   coll_test errors           invalid arguments are refused
  *   coll_test bench [ITERS]    median latencies (rank 0 prints a table)
+ *   coll_test killagent [N]    allreduces until the job ends; the last
+ *                              rank kills its agent after N of them
  * Every result is checked against a reference computed locally.  Prints
  * "ok CASE" on rank 0 when every rank passed; exits nonzero otherwise.
  */
 #include <complex.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,7 +439,7 @@ static void t_scan(env_t *e)
 static size_t counts(size_t *out, size_t maxbytes)
 {
     static const size_t base[] = {0, 1, 2, 3, 5, 7, 8, 31, 64, 63, 255, 256, 257, 1000, 4095, 4096, 4097,
-                                  16383, 16385, 65535, 65537, 131071, 131073};
+                                  16383, 16384, 16385, 65535, 65537, 131071, 131073};
     size_t k = 0;
     for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
         if (base[i] * 4 <= maxbytes)
@@ -801,6 +804,27 @@ static void late(knit_comm_t *c, double max_sec)
           max_sec);
 }
 
+/* ------------------------------------------------------------ an agent dies */
+
+/* Allreduces (1 KiB and 256 KiB, in turn) until the job ends; the last
+ * rank kills its node's agent after `after` of them, while the others are
+ * inside theirs.  The job must end, naming the agent (knitrun). */
+static void kill_agent(knit_comm_t *c, int after)
+{
+    enum { N = 64 << 10 };
+    float *a = xmalloc(N * sizeof(float)), *b = xmalloc(N * sizeof(float));
+    for (int i = 0; i < N; i++)
+        a[i] = 1.0f;
+    for (int i = 0;; i++) {
+        if (i == after && wrank == wsize - 1) {
+            knit_agent_info_t info;
+            OK(knit_agent_info(ctx, &info));
+            kill(info.pid, SIGKILL);
+        }
+        OK(knit_allreduce(c, a, b, i % 2 ? N : 256, KNIT_FLOAT, &SUM));
+    }
+}
+
 /* ------------------------------------------------------------ errors */
 
 static void errors(knit_comm_t *c)
@@ -1001,6 +1025,8 @@ int main(int argc, char **argv)
         late(w, argc > 2 ? atof(argv[2]) : 5.0);
     } else if (!strcmp(cs, "errors")) {
         errors(w);
+    } else if (!strcmp(cs, "killagent")) {
+        kill_agent(w, argc > 2 ? atoi(argv[2]) : 200);
     } else if (!strcmp(cs, "bench")) {
         bench(w, argc > 2 ? atoi(argv[2]) : 1000);
     } else {

@@ -177,12 +177,14 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     run offload.nodes2.user.n5 180 -n 5 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" user
     run offload.nodes3.determinism.n6 180 -n 6 --nodes 3 -x KNIT_COLL_OFFLOAD=on "$PROG" determinism
     run offload.nodes2.suite.n4.2m 180 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" suite 2m
+    # in segments (KN_COLL_MOD_SEG, 64 KiB) up to 16 MiB: counts around a segment, many segments
+    run offload.nodes2.suite.n4.16m 180 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on "$PROG" suite 16m
     # through a tree of switches: fan-in 2 (8 nodes: three levels), fan-in 4
     run offload.tree.fanin2.suite.n8 180 -n 8 --nodes 8 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 "$PROG" suite 64k
     run offload.tree.fanin2.sub.n11 180 -n 11 --nodes 7 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 "$PROG" sub 16k
     run offload.tree.fanin2.determinism.n8 180 -n 8 --nodes 5 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 "$PROG" determinism
     run offload.tree.fanin4.nb.n8 180 -n 8 --nodes 8 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=4 "$PROG" nb 5
-    run offload.tree.fanin4.suite.n8.2m 180 -n 8 --nodes 8 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=4 "$PROG" suite 2m
+    run offload.tree.fanin2.nodes4.suite.n8.16m 180 -n 8 --nodes 4 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 "$PROG" suite 16m
     # it is the agents that did them: the module's traffic, per rank
     out=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on -x KNIT_STATS=1 "$PROG" suite 1k 2>&1)
     if grep -q "^ok " <<<"$out" && [ "$(grep -c 'stats: rank [0-3] *coll  *queue in [1-9]' <<<"$out")" = 4 ]; then
@@ -202,6 +204,20 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     else
         echo "FAIL coll.offload.bus_report"; grep "bus:" <<<"$off$on"; fails=$((fails + 1))
     fi
+    # an agent killed while the others are inside an offloaded allreduce:
+    # the job ends at once, naming it (a star, and a tree of switches)
+    for lay in "6 3 32" "8 4 2"; do
+        set -- $lay
+        out=$("$KNITRUN" --timeout 60 -n "$1" --nodes "$2" -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN="$3" \
+            "$PROG" killagent 200 2>&1)
+        rc=$?
+        if [ "$rc" = 1 ] && [ "$(grep '^knitrun: ' <<<"$out")" = "knitrun: agent on node $(($2 - 1)) died (killed by SIGKILL)" ]; then
+            echo "PASS coll.offload.agent_killed_mid_allreduce.nodes$2.fanin$3"
+        else
+            echo "FAIL coll.offload.agent_killed_mid_allreduce.nodes$2.fanin$3: status $rc"; tail -n 4 <<<"$out"
+            fails=$((fails + 1))
+        fi
+    done
     # the module faults mid-job (injected at the agent of rank 0 of the
     # 3rd, 20th offloaded collective): one warning, the collective that
     # faulted and every one after done on the hosts
