@@ -51,6 +51,9 @@ void bp_reduce(const double *in, double *out, size_t count, int root);
 void bp_allreduce(const double *in, double *out, size_t count);
 void bp_allgather(const void *in, void *out, size_t len);
 void bp_alltoall(const void *in, void *out, size_t len);
+/* The nonblocking allreduce (bench/overlap.c), and waiting for it. */
+void bp_iallreduce(const double *in, double *out, size_t count, bp_req_t *req);
+void bp_wait_coll(bp_req_t *req);
 
 /* Ends the job (all ranks) with exit code 1 after printing msg. */
 void bp_abort(const char *msg) __attribute__((noreturn));

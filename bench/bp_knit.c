@@ -132,6 +132,20 @@ void bp_allreduce(const double *in, double *out, size_t count)
           "knit_allreduce");
 }
 
+void bp_iallreduce(const double *in, double *out, size_t count, bp_req_t *req)
+{
+    knit_coll_request_t *r;
+    check(knit_iallreduce(knit_comm_world(ctx), in, out, count, KNIT_DOUBLE, &op_sum, &r), "knit_iallreduce");
+    *req = r;
+}
+
+void bp_wait_coll(bp_req_t *req)
+{
+    knit_coll_request_t *r = *req;
+    check(knit_coll_wait(&r), "knit_coll_wait");
+    *req = NULL;
+}
+
 void bp_allgather(const void *in, void *out, size_t len)
 {
     check(knit_allgather(knit_comm_world(ctx), in, out, len, KNIT_BYTE), "knit_allgather");

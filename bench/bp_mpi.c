@@ -165,6 +165,20 @@ void bp_allreduce(const double *in, double *out, size_t count)
           "MPI_Allreduce");
 }
 
+void bp_iallreduce(const double *in, double *out, size_t count, bp_req_t *req)
+{
+    MPI_Request m;
+    check(MPI_Iallreduce(in, out, count_of(count), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &m), "MPI_Iallreduce");
+    *req = from_mpi(m);
+}
+
+void bp_wait_coll(bp_req_t *req)
+{
+    MPI_Request m = to_mpi(*req);
+    check(MPI_Wait(&m, MPI_STATUS_IGNORE), "MPI_Wait");
+    *req = NULL;
+}
+
 void bp_allgather(const void *in, void *out, size_t len)
 {
     check(MPI_Allgather(in, count_of(len), MPI_BYTE, out, count_of(len), MPI_BYTE,

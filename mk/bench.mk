@@ -9,7 +9,7 @@
 # The programs use bench/bp.h; here they are linked with bp_knit.c (knit's
 # native API).  bench/compare builds the same sources with each MPI's mpicc.
 
-BENCH_PROGS  := pingpong bw bibw msgrate coll
+BENCH_PROGS  := pingpong bw bibw msgrate coll overlap
 BENCH_BINS   := $(BENCH_PROGS:%=$(BUILD)/bench/%)
 BENCH_LIMITS := $(BUILD)/bench/limits
 BENCH_OBJS   := $(BUILD)/obj/bench/common.o $(BUILD)/obj/bench/bp_knit.o
@@ -38,3 +38,10 @@ bench-progs: $(BENCH_BINS) $(BENCH_LIMITS)
 BENCH_ARGS ?=
 bench: all
 	$(Q)python3 bench/compare --build $(BUILD) $(BENCH_ARGS)
+
+# The overlap of a nonblocking allreduce with computing (OSU's method),
+# knit (hosts, offloaded) against Open MPI and MPICH: bench/overlap.sh.
+OVERLAP_ARGS ?= 4 5 8,1k,64k
+.PHONY: bench-overlap
+bench-overlap: all
+	$(Q)bash bench/overlap.sh $(BUILD) $(OVERLAP_ARGS)

@@ -259,6 +259,14 @@ static int sleep_arm(void *arg, int *fds, int max)
     return 2;
 }
 
+/* While requests are out at the agent, the engine's waits poll as this
+ * layer's do (wait_round). */
+static unsigned sleep_spin(void *arg)
+{
+    (void)arg;
+    return C.outstanding ? (kn_list_empty(&C.modules) ? C.spin_count : C.spin_crowded) : 0;
+}
+
 static void sleep_disarm(void *arg)
 {
     (void)arg;
@@ -522,7 +530,7 @@ knit_status_t kn_off_open(const kn_off_params_t *p)
     if (!p->agent)
         return KNIT_OK;
     if (p->p2p)
-        kn_p2p_set_sleep_hook(p->p2p, sleep_arm, sleep_disarm, NULL);
+        kn_p2p_set_sleep_hook(p->p2p, sleep_arm, sleep_disarm, sleep_spin, NULL);
     /* the agent publishes this key once its socket listens */
     char key[64], v[8];
     size_t vl;
@@ -572,7 +580,7 @@ void kn_off_close(void)
     if (!C.open)
         return;
     if (C.p.p2p && C.p.agent)
-        kn_p2p_set_sleep_hook(C.p.p2p, NULL, NULL, NULL);
+        kn_p2p_set_sleep_hook(C.p.p2p, NULL, NULL, NULL, NULL);
     while (!kn_list_empty(&C.modules)) {
         knit_module_t *m = kn_list_first(&C.modules, knit_module_t, link);
         if (m->where == KNIT_MODULE_HOST) {

@@ -174,6 +174,7 @@ struct kn_p2p {
     int in_hook;
     int (*sleep_arm)(void *, int *, int); /* layers above: what else wakes a sleep */
     void (*sleep_disarm)(void *);
+    unsigned (*sleep_spin)(void *);
     void *sleep_arg;
 };
 
@@ -1176,20 +1177,23 @@ knit_status_t kn_p2p_get(struct kn_p2p *p2p, int peer, void *local, size_t len, 
 
 void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
 {
-    uint64_t idle = 0, yield_start = 0;
+    uint64_t idle = 0, yield_start = 0, spin = p2p->spin_count;
     int mode = p2p->lim.wait_mode;
+    unsigned agent = p2p->sleep_spin ? p2p->sleep_spin(p2p->sleep_arg) : 0;
+    if (agent && agent < spin)
+        spin = agent; /* waiting for the agent (an offloaded collective) */
     while (!cond(arg)) {
         if (kn_p2p_progress(p2p)) {
             idle = 0;
             continue;
         }
         idle++;
-        if (mode == 1 || idle < p2p->spin_count) {
+        if (mode == 1 || idle < spin) {
             kn_cpu_relax();
             continue;
         }
         uint64_t now = kn_time_ns();
-        if (idle == p2p->spin_count)
+        if (idle == spin)
             yield_start = now;
         if (mode == 2 || now - yield_start < p2p->yield_ns) {
             sched_yield();
@@ -1200,7 +1204,7 @@ void kn_p2p_wait(struct kn_p2p *p2p, int (*cond)(void *), void *arg)
          * the wait, cond is not asked a second time */
         if (sleep_until(p2p, NULL, 0, KN_NSEC_PER_SEC, cond, arg) & KN_TL_WOKE_READY)
             return;
-        idle = p2p->spin_count; /* after a wake-up: poll, then yield again */
+        idle = spin; /* after a wake-up: poll, then yield again */
         yield_start = kn_time_ns();
     }
 }
@@ -1574,10 +1578,12 @@ void kn_p2p_get_limits(const struct kn_p2p *p2p, kn_p2p_limits_t *l)
     *l = p2p->lim;
 }
 
-void kn_p2p_set_sleep_hook(struct kn_p2p *p2p, int (*arm)(void *, int *, int), void (*disarm)(void *), void *arg)
+void kn_p2p_set_sleep_hook(struct kn_p2p *p2p, int (*arm)(void *, int *, int), void (*disarm)(void *),
+                           unsigned (*spin)(void *), void *arg)
 {
     p2p->sleep_arm = arm;
     p2p->sleep_disarm = disarm;
+    p2p->sleep_spin = spin;
     p2p->sleep_arg = arg;
 }
 

@@ -104,8 +104,12 @@ void kn_p2p_set_progress_hook(kn_p2p_t *p2p, int (*hook)(void *), void *arg);
  * agent's completions).  arm, just before sleeping, adds up to max file
  * descriptors to wait on and returns how many, or -1 when there is work
  * already (nothing sleeps); disarm runs after a sleep it armed (k > 0).
- * NULL removes it. */
-void kn_p2p_set_sleep_hook(kn_p2p_t *p2p, int (*arm)(void *, int *, int), void (*disarm)(void *), void *arg);
+ * spin, at the start of a wait, says how many rounds to poll before
+ * yielding while the rank waits for its agent (0: the engine's own count):
+ * where the node has no cpu to spare, polling takes the one the agent
+ * needs.  NULL removes them. */
+void kn_p2p_set_sleep_hook(kn_p2p_t *p2p, int (*arm)(void *, int *, int), void (*disarm)(void *),
+                           unsigned (*spin)(void *), void *arg);
 
 /* Whether a request has completed (no progress, request stays alive). */
 int kn_p2p_request_done(const knit_request_t *r);
