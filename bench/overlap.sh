@@ -34,7 +34,10 @@ fi
 
 for rep in $(seq 1 "$REPS"); do
     for i in "${!CMDS[@]}"; do
-        ${CMDS[$i]} 2>/dev/null | grep '^result ' >>"$OUT/row$i" || echo "warning: ${NAMES[$i]} failed (rep $rep)" >&2
+        # a run that takes over RUN_LIMIT seconds counts as failed (MPICH
+        # has been seen to spin for minutes in one Iallreduce here)
+        timeout "${RUN_LIMIT:-120}" ${CMDS[$i]} 2>/dev/null | grep '^result ' >>"$OUT/row$i" ||
+            echo "warning: ${NAMES[$i]} failed or took over ${RUN_LIMIT:-120} s (rep $rep)" >&2
     done
 done
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "core/nodeshm.h"
 #include "knit.h"
 #include "knit/module.h"
@@ -94,6 +95,14 @@ static void show_node(void)
     show_size("eager up to (several packets)", "NET_EAGER_MAX");
     printf("  %-34s fi_write / fi_read, registration cache up to KNIT_RCACHE_MAX\n", "push / pull");
     printf("  %-34s %s\n", "network within a node", kn_cfg.net_only ? "yes (KNIT_NET_ONLY=1)" : "no (shared memory)");
+    printf("\ncollectives in the network (KNIT_COLL_OFFLOAD=%s)\n",
+           kn_cfg.coll_offload == 1 ? "on: every one they can take" : kn_cfg.coll_offload == 2 ? "off" : "auto");
+    if (kn_cfg.coll_offload == 0) {
+        char err[600];
+        if (kn_coll_xover_load(kn_cfg.coll_offload_table, err, sizeof(err)) != KNIT_OK)
+            printf("  %s\n", err);
+        kn_coll_xover_print(stdout);
+    }
     printf("\nthresholds in force\n");
     show_size("inline up to", "INLINE_MAX");
     show_size("eager up to", "EAGER_MAX");

@@ -20,6 +20,8 @@
 #ifndef KN_COLL_COLL_H
 #define KN_COLL_COLL_H
 
+#include <stdio.h>
+
 #include "knit.h"
 #include "coll/coll_mod.h"
 #include "p2p/p2p.h"
@@ -84,6 +86,15 @@ struct knit_comm {
 };
 
 /* ------------------------------------------------ offloaded (offload.c) */
+
+/* KNIT_COLL_OFFLOAD=auto's measurements (xover.c): load the table (path
+ * empty: none; KNIT_ERR_IO / _INVAL with err naming the file and line,
+ * and no table), whether kind offloads on nnodes nodes at bytes, whether
+ * any row offloads at all, and the table as knit-info shows it. */
+knit_status_t kn_coll_xover_load(const char *path, char *err, size_t elen);
+int kn_coll_xover_offloads(int kind, int nnodes, size_t bytes);
+int kn_coll_xover_any(void);
+void kn_coll_xover_print(FILE *f);
 
 typedef struct kn_coll_off kn_coll_off_t;
 

@@ -34,18 +34,30 @@ static struct {
     int failed;         /* the load failed, or the module faulted: host algorithms */
 } O;
 
-/* Collective over the job (every rank, at knit_init). */
+/* KNIT_COLL_OFFLOAD's values */
+enum { OFF_AUTO = 0, OFF_ON = 1, OFF_OFF = 2 };
+
+/* Collective over the job (every rank, at knit_init): on, or auto with a
+ * measured table where the offloaded forms won somewhere, loads the
+ * module. */
 knit_status_t kn_coll_offload_start(knit_ctx_t *ctx)
 {
-    if (kn_cfg.coll_offload != 1)
+    if (kn_cfg.coll_offload == OFF_AUTO) {
+        char err[600];
+        if (kn_coll_xover_load(kn_cfg.coll_offload_table, err, sizeof(err)) != KNIT_OK && knit_rank(ctx) == 0)
+            kn_warn("%s: KNIT_COLL_OFFLOAD=auto uses the hosts' algorithms", err);
+        if (!kn_coll_xover_any())
+            return KNIT_OK;
+    } else if (kn_cfg.coll_offload != OFF_ON) {
         return KNIT_OK;
+    }
     O.ctx = ctx;
     knit_status_t st = kn_off_load_builtin(ctx, "coll", kn_builtin_coll, kn_builtin_coll_len, &O.mod);
     if (st != KNIT_OK) {
         O.failed = 1;
         if (knit_rank(ctx) == 0)
-            kn_warn("KNIT_COLL_OFFLOAD=on, but the collectives module could not be loaded (%s%s%s): the hosts' "
-                    "algorithms do the collectives",
+            kn_warn("KNIT_COLL_OFFLOAD=%s, but the collectives module could not be loaded (%s%s%s): the hosts' "
+                    "algorithms do the collectives", kn_cfg.coll_offload == OFF_ON ? "on" : "auto",
                     knit_strerror(st), *knit_module_last_error(ctx) ? ": " : "", knit_module_last_error(ctx));
     }
     return KNIT_OK; /* the job goes on without it */
@@ -65,10 +77,12 @@ struct kn_coll_off {
     knit_op_t op;
 };
 
-static int usable(int kind, size_t bytes, knit_dtype_t t, const knit_op_t *op)
+static int usable(const knit_comm_t *c, int kind, size_t bytes, knit_dtype_t t, const knit_op_t *op)
 {
     if (!O.mod || O.failed || knit_nnodes(O.ctx) > KN_COLL_MOD_MAX_NODES)
         return 0;
+    if (kn_cfg.coll_offload == OFF_AUTO && !kn_coll_xover_offloads(kind, c->nnodes, bytes))
+        return 0; /* the hosts measured faster there */
     if (kind == KN_COLL_MOD_BARRIER)
         return 1;
     if (!bytes || bytes > KN_COLL_MOD_MAX_BYTES)
@@ -200,7 +214,7 @@ knit_status_t kn_coll_offload(knit_comm_t *c, int kind, const void *sb, void *rb
                               const knit_op_t *op, int root, knit_coll_request_t **req)
 {
     size_t bytes = count * knit_dtype_size(t);
-    if (!usable(kind, bytes, t, op))
+    if (!usable(c, kind, bytes, t, op))
         return KNIT_ERR_NOT_SUPPORTED;
     if (req)
         return start_nb(c, kind, sb, rb, count, t, op, root, req);

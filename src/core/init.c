@@ -458,11 +458,13 @@ static void report_bus(knit_ctx_t *ctx)
     kn_fmt_bytes(to_agent, b[2], 32);
     kn_fmt_bytes(from_agent, b[3], 32);
     kn_fmt_bytes(net_out + net_in + to_agent + from_agent, b[4], 32);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
     fprintf(stderr,
             "knit[rank %d] stats: bus: network out %s, in %s (%llu, %llu msgs); agent out %s, in %s; total %s "
-            "(%llu B)\n",
+            "(%llu B); cpu %.3f ms\n",
             ctx->rank, b[0], b[1], (unsigned long long)t.sent_msgs, (unsigned long long)t.recv_msgs, b[2], b[3],
-            b[4], (unsigned long long)(net_out + net_in + to_agent + from_agent));
+            b[4], (unsigned long long)(net_out + net_in + to_agent + from_agent), kn_rusage_ms(&ru, NULL, NULL));
 }
 
 knit_status_t knit_finalize(knit_ctx_t *ctx)

@@ -562,6 +562,26 @@ static void awake(void)
 /* how long an idle daemon on a crowded host polls before it yields */
 #define DMN_POLL_CROWDED_NS 3000
 
+/* KNIT_STATS: the processor time this daemon used (its module processes
+ * apart), to set against the ranks' (docs/collectives.md: what an
+ * offloaded collective costs each process). */
+static void report_cpu(void)
+{
+    struct rusage self, kids;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    double user, sys, all = kn_rusage_ms(&self, &user, &sys);
+    char who[32];
+    if (!kn_dmn.g.is_switch)
+        snprintf(who, sizeof(who), "agent %d", kn_dmn.g.self);
+    else if (kn_dmn.tree.nswitches == 1)
+        snprintf(who, sizeof(who), "switch");
+    else
+        snprintf(who, sizeof(who), "switch %d", kn_dmn.g.self - kn_dmn.g.nnodes);
+    fprintf(stderr, "knit[%s] stats: cpu %.3f ms (user %.3f, system %.3f), module processes %.3f ms\n", who, all,
+            user, sys, kn_rusage_ms(&kids, NULL, NULL));
+}
+
 int kn_d_run(void)
 {
     uint64_t last = kn_time_ns();
@@ -632,6 +652,8 @@ int kn_d_run(void)
     kn_d_budget_timer(0);
     if (kn_dmn.hooks && kn_dmn.hooks->at_exit)
         kn_dmn.hooks->at_exit();
+    if (kn_cfg.stats)
+        report_cpu();
     if (kn_dmn.net_started && !kn_dmn.tl)
         _exit(0); /* still connecting (it owns the store connection): nothing to tidy */
     for (int i = 0; i < KN_INST_TAB; i++)

@@ -14,6 +14,7 @@
  *                              a whole second)
  *   coll_test errors           invalid arguments are refused
  *   coll_test bench [ITERS]    median latencies (rank 0 prints a table)
+ *   coll_test choose           10 each of a few collectives (KNIT_COLL_OFFLOAD=auto)
  *   coll_test killagent [N]    allreduces until the job ends; the last
  *                              rank kills its agent after N of them
  * Every result is checked against a reference computed locally.  Prints
@@ -804,6 +805,36 @@ static void late(knit_comm_t *c, double max_sec)
           max_sec);
 }
 
+/* ------------------------------------------------------------ choosing */
+
+/* 10 each of: allreduce of 8 B, allreduce of 64 KiB, barrier, bcast of
+ * 8 B, bcast of 4 KiB; each result checked.  With KNIT_STATS the agents
+ * count the ones that were offloaded (tests/job/test_coll.sh: auto). */
+static void choose(knit_comm_t *c)
+{
+    enum { N = 16384 };
+    float *a = xmalloc(N * sizeof(float)), *b = xmalloc(N * sizeof(float));
+    char *m = xmalloc(4096);
+    int p = knit_comm_size(c), r = knit_comm_rank(c);
+    for (int i = 0; i < N; i++)
+        a[i] = (float)(r + 1);
+    for (int k = 0; k < 10; k++) {
+        OK(knit_allreduce(c, a, b, 2, KNIT_FLOAT, &SUM));
+        CHECK(b[0] == (float)(p * (p + 1) / 2), "allreduce of 8 B");
+        OK(knit_allreduce(c, a, b, N, KNIT_FLOAT, &SUM));
+        CHECK(b[N - 1] == (float)(p * (p + 1) / 2), "allreduce of 64 KiB");
+        OK(knit_barrier(c));
+        for (size_t len = 8; len <= 4096; len *= 512) {
+            memset(m, r ? 0 : 'a' + k, len);
+            OK(knit_bcast(c, m, len, KNIT_BYTE, 0));
+            CHECK(m[len - 1] == 'a' + k, "bcast of %zu", len);
+        }
+    }
+    free(a);
+    free(b);
+    free(m);
+}
+
 /* ------------------------------------------------------------ an agent dies */
 
 /* Allreduces (1 KiB and 256 KiB, in turn) until the job ends; the last
@@ -1025,6 +1056,8 @@ int main(int argc, char **argv)
         late(w, argc > 2 ? atof(argv[2]) : 5.0);
     } else if (!strcmp(cs, "errors")) {
         errors(w);
+    } else if (!strcmp(cs, "choose")) {
+        choose(w);
     } else if (!strcmp(cs, "killagent")) {
         kill_agent(w, argc > 2 ? atoi(argv[2]) : 200);
     } else if (!strcmp(cs, "bench")) {

@@ -8,6 +8,8 @@ BUILD=${BUILD:-build}
 KNITRUN=${KNIT_BIN:-$BUILD/bin}/knitrun
 PROG=$BUILD/tests/job/coll_test
 fails=0
+TMP=$(mktemp -d /tmp/knit-coll.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
 
 # name want knitrun-args...: passes, and its output (info level) says want
 run_says() {
@@ -203,6 +205,30 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
         echo "PASS coll.offload.bus_report"
     else
         echo "FAIL coll.offload.bus_report"; grep "bus:" <<<"$off$on"; fails=$((fails + 1))
+    fi
+    # KNIT_COLL_OFFLOAD=auto takes the offloaded form exactly where the
+    # measured table says it won: here allreduce up to 1 KiB and bcast up
+    # to 8 B from 2 nodes, barrier never (20 of the 50 collectives of
+    # `choose` per rank); no table, or a table that never offloads: none
+    # (the module is not even loaded); a malformed table: one warning
+    offloaded() { sed -n 's/.*stats: rank 0 coll *queue in \([0-9]*\) ops.*/\1/p' <<<"$1"; }
+    T1=$TMP/xover.tsv T2=$TMP/never.tsv T3=$TMP/bad.tsv
+    printf '# a test table\nallreduce 2 0 1k\nbcast 2 0 8\nbarrier 2 -\nreduce 1 0 1m\n' >"$T1"
+    printf 'allreduce 2 -\nbarrier 2 -\n' >"$T2"
+    printf 'allreduce 2 0\n' >"$T3"
+    on=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD=on -x KNIT_STATS=1 "$PROG" choose 2>&1)
+    auto=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD_TABLE="$T1" -x KNIT_STATS=1 "$PROG" choose 2>&1)
+    never=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD_TABLE="$T2" -x KNIT_STATS=1 "$PROG" choose 2>&1)
+    bad=$("$KNITRUN" --timeout 60 -n 4 --nodes 2 -x KNIT_COLL_OFFLOAD_TABLE="$T3" "$PROG" choose 2>&1)
+    n_on=$(offloaded "$on") n_auto=$(offloaded "$auto")
+    if grep -q "^ok choose" <<<"$on$auto$never$bad" && [ -n "$n_on" ] && [ -n "$n_auto" ] &&
+        [ "$n_auto" = 20 ] && [ "$n_on" -gt 50 ] && [ -z "$(offloaded "$never")" ] &&
+        [ "$(grep -c "bad.tsv:1: expected: collective, nodes, then a size range" <<<"$bad")" = 1 ] &&
+        [ "$(grep -c '^ok choose' <<<"$on$auto$never$bad")" = 4 ]; then
+        echo "PASS coll.offload.auto_follows_measurements ($n_on offloaded with on, $n_auto with the table)"
+    else
+        echo "FAIL coll.offload.auto_follows_measurements: on '$n_on', auto '$n_auto', never '$(offloaded "$never")'"
+        grep -E "warn|error|FAIL|check" <<<"$on$auto$never$bad" | head -5; fails=$((fails + 1))
     fi
     # an agent killed while the others are inside an offloaded allreduce:
     # the job ends at once, naming it (a star, and a tree of switches)
