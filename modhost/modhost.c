@@ -287,6 +287,31 @@ static int32_t svc_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64
     return KNIT_MOD_OK;
 }
 
+static int32_t svc_send_hdr(knit_mod_ctx_t *m, int32_t dest, const void *hdr, uint64_t hlen, const void *payload,
+                            uint64_t plen)
+{
+    if (hlen > KNIT_MOD_HDR_MAX || hlen + plen > KN_OFF_MSG_MAX || (hlen && !hdr) || (plen && !payload))
+        return KNIT_MOD_ERR_INVAL;
+    char *buf = malloc(hlen + plen + 1);
+    if (!buf)
+        return KNIT_MOD_ERR_NOMEM;
+    if (hlen)
+        memcpy(buf, hdr, hlen);
+    if (plen)
+        memcpy(buf + hlen, payload, plen);
+    int32_t st = KNIT_MOD_OK;
+    if (is_self(dest) || !hlen) {
+        st = svc_send(m, dest, buf, hlen + plen);
+    } else if (kn_tree_id(&H.tree, dest) < 0) {
+        st = KNIT_MOD_ERR_RANGE;
+    } else {
+        kn_sbx_rec_t h = {.type = KN_SBX_S_SEND, .a = (uint32_t)dest, .b = hlen};
+        to_daemon(&h, buf, hlen + plen);
+    }
+    free(buf);
+    return st;
+}
+
 static int32_t svc_multicast(knit_mod_ctx_t *m, const void *msg, uint64_t len)
 {
     (void)m;
@@ -448,6 +473,7 @@ static const knit_mod_services_t services = {
     .log = svc_log,
     .now_ns = svc_now,
     .place = svc_place,
+    .send_hdr = svc_send_hdr,
 };
 
 /* ------------------------------------------------------------ calls */
@@ -695,8 +721,13 @@ int main(void)
     unsigned has = (d->on_message ? KN_SBX_HAS_MESSAGE : 0) | (d->on_timer ? KN_SBX_HAS_TIMER : 0) |
                    (d->fini ? KN_SBX_HAS_FINI : 0);
     snprintf(H.seg->name, sizeof(H.seg->name), "%s", d->name);
-    if (H.seg->probe) {
+    if (H.seg->probe) { /* a probe's module may load on the daemon's thread */
         verdict(KNIT_OK, has, "%s", d->name);
+        return 0;
+    }
+    if (d->abi_version >= 2 && d->on_header) {
+        verdict(KNIT_ERR_NOT_SUPPORTED, 0, "on_header is not supported yet in a module process "
+                "(KNIT_MODULE_ISOLATION=inprocess runs it on the daemon's thread)");
         return 0;
     }
     busy(KN_SBX_W_INIT);

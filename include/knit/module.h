@@ -40,12 +40,14 @@
 extern "C" {
 #endif
 
-/* 2 adds the tree of switches (geometry.nswitches, the place service);
- * modules built for 1 load and run unchanged. */
+/* 2 adds the tree of switches (geometry.nswitches, the place service)
+ * and header handlers (on_header, the send_hdr service); modules built
+ * for 1 load and run unchanged. */
 #define KNIT_MOD_ABI_VERSION 2u
 #define KNIT_MOD_ABI_OLDEST 1u
 #define KNIT_MOD_SYMBOL "knit_module"
 #define KNIT_MOD_NAME_MAX 32     /* name: 1..31 of [A-Za-z0-9_.-] */
+#define KNIT_MOD_HDR_MAX 4096    /* a send_hdr header, at most */
 
 /* Instance addresses for send(): agent n is n (0..nnodes-1); switch s
  * (0..nswitches-1) is KNIT_MOD_SWITCH_AT(s).  Switch 0 is the root:
@@ -115,6 +117,17 @@ typedef struct knit_mod_place {
     int32_t reserved[7];
 } knit_mod_place_t;
 
+/* ABI 2: what the daemon does with a message whose header on_header saw
+ * (at most KNIT_MOD_ROUTE_MAX instances to stream it on to). */
+#define KNIT_MOD_ROUTE_MAX 256
+typedef struct knit_mod_route {
+    uint32_t size;           /* sizeof(knit_mod_route_t) */
+    int32_t take;            /* 1: on_message gets the whole message here too, once it is in */
+    int32_t ndest;           /* dest[0 .. ndest-1]: instances it streams on to (0: none) */
+    int32_t reserved;
+    int32_t dest[KNIT_MOD_ROUTE_MAX];
+} knit_mod_route_t;
+
 /* A request from a rank (valid during on_request; keep the token). */
 typedef struct knit_mod_request {
     uint64_t token;          /* for complete(); unique while the request is open */
@@ -168,7 +181,13 @@ typedef struct knit_mod_services {
     /* ABI 2: the place of instance addr (this one: geometry(m)->self) in
      * the tree of switches; KNIT_MOD_ERR_RANGE where there is none */
     int32_t (*place)(knit_mod_ctx_t *m, int32_t addr, knit_mod_place_t *p);
-    void *reserved[7];
+    /* ABI 2: a message of a header (hlen bytes, at most KNIT_MOD_HDR_MAX)
+     * and a payload: where the receiver has on_header, it sees the header
+     * first and routes the message (on_header); elsewhere on_message gets
+     * both together, as from send() */
+    int32_t (*send_hdr)(knit_mod_ctx_t *m, int32_t dest, const void *hdr, uint64_t hlen, const void *payload,
+                        uint64_t plen);
+    void *reserved[6];
 } knit_mod_services_t;
 
 typedef struct knit_mod_descriptor {
@@ -183,7 +202,18 @@ typedef struct knit_mod_descriptor {
     /* a message from instance `from` (a node, or KNIT_MOD_SWITCH); may be NULL */
     void (*on_message)(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64_t len);
     void (*on_timer)(knit_mod_ctx_t *m, uint64_t cookie);   /* may be NULL */
-    void *reserved[4];
+    /* ABI 2, may be NULL: a message sent with send_hdr arrived here, its
+     * header (hdr, hlen bytes) in and its payload (plen bytes) still on
+     * the way: fill route (zeroed: neither taken nor forwarded) with the
+     * instances the daemon is to stream the whole message on to, as its
+     * bytes arrive (the module copies nothing; on_header runs there
+     * again), and whether on_message is to get it here too.  Nonzero:
+     * the message is dropped.  Runs on the daemon's thread only: a module
+     * with on_header loads with KNIT_MODULE_ISOLATION=inprocess, or as
+     * a built-in (not supported yet in a module process). */
+    int32_t (*on_header)(knit_mod_ctx_t *m, int32_t from, const void *hdr, uint64_t hlen, uint64_t plen,
+                         knit_mod_route_t *route);
+    void *reserved[3];
 } knit_mod_descriptor_t;
 
 typedef const knit_mod_descriptor_t *(*knit_mod_entry_fn)(void);

@@ -28,7 +28,9 @@
  *                     and sends the segment UP to its parent; the root
  *                     instead
  *   switch -> below   DOWN: the segment's result, to every member child,
- *                     and each switch passes it down to its own: a switch
+ *                     and each switch passes it down to its own with its
+ *                     header handler (coll_header: the daemon streams the
+ *                     data on, the module never copies it): a switch
  *                     holds a few segments of a collective, never the
  *                     whole vector, and combines one while the next ones
  *                     arrive (a pipeline)
@@ -139,7 +141,7 @@ static int32_t coll_init(knit_mod_ctx_t *m, const knit_mod_services_t *svc)
     const knit_mod_geometry_t *g = K->geometry(m);
     if (g->nnodes > KN_COLL_MOD_MAX_NODES || g->local_size > MAX_LOCAL)
         return KNIT_MOD_ERR_RANGE;
-    if (svc->abi_version < 2 || !svc->place)
+    if (svc->abi_version < 2 || !svc->place || !svc->send_hdr)
         return KNIT_MOD_ERR_NOT_SUPPORTED; /* no tree of switches to follow */
     state_t *s = K->alloc(m, sizeof(state_t));
     if (!s)
@@ -412,19 +414,66 @@ static void agent_down(knit_mod_ctx_t *m, entry_t *e, uint32_t seg, int32_t stat
     agent_push(m, e, data);
 }
 
+/* Whether member child c gets the data of a segment coming down: all of
+ * them but for a reduce, whose result goes towards the root's node only. */
+static int down_to(knit_mod_ctx_t *m, const entry_t *e, int32_t c)
+{
+    return e->kind != KN_COLL_MOD_REDUCE || covers(m, c, NULL, 0, e->root_node);
+}
+
 /* A switch: segment e's result (or the failure) down to each member
- * child; a reduce's result only towards the root's node. */
+ * child, as a message of a header (the wire) and the data, so that the
+ * switches below route it with their header handler (coll_header). */
 static void send_down(knit_mod_ctx_t *m, entry_t *e, int32_t status, const char *res)
 {
     wire_t d = {.kind = DOWN, .ckind = e->kind, .comm = e->comm, .first = e->first, .seq = e->seq,
                 .bytes = e->bytes, .seg = e->seg, .nseg = e->nseg, .root_node = e->root_node, .status = status};
     for (int32_t i = 0; i < e->expect; i++) {
         int32_t c = e->child[i];
-        int to = status == KNIT_MOD_OK && res && (e->kind != KN_COLL_MOD_REDUCE || covers(m, c, NULL, 0, e->root_node));
-        d.dlen = to ? seg_len(e->bytes, e->seg) : 0;
-        send_wire(m, c, &d, NULL, res);
+        d.dlen = status == KNIT_MOD_OK && res && down_to(m, e, c) ? seg_len(e->bytes, e->seg) : 0;
+        K->send_hdr(m, c, &d, sizeof(d), res, d.dlen);
     }
     entry_free(m, e);
+}
+
+/* A header handler (module ABI 2): a segment coming down reaches a switch
+ * below the root.  Its header says which collective and segment; the
+ * switch passes the message on to its member children without taking it
+ * (the daemon streams the data on as it arrives: nothing is copied or
+ * combined here, and nothing waits for the whole segment), those of a
+ * reduce without the root's node getting the header alone, and forgets
+ * the segment.  Agents take what comes down (on_message). */
+static int32_t coll_header(knit_mod_ctx_t *m, int32_t from, const void *hdr, uint64_t hlen, uint64_t plen,
+                           knit_mod_route_t *route)
+{
+    const state_t *s = st_of(m);
+    wire_t w;
+    if (s->self.level == 0 || hlen != sizeof(w)) {
+        route->take = 1;
+        return KNIT_MOD_OK;
+    }
+    memcpy(&w, hdr, sizeof(w));
+    if (w.kind != DOWN || from != s->self.parent || w.mask_len || plen != w.dlen || w.bytes > KN_COLL_MOD_MAX_BYTES ||
+        w.nseg != nseg_of(w.bytes) || w.seg >= w.nseg || (w.dlen && w.dlen != seg_len(w.bytes, w.seg)))
+        return KNIT_MOD_ERR_INVAL; /* a daemon of this job never sends it: dropped */
+    entry_t *e = entry_find(m, w.comm, w.first, w.seq, w.seg);
+    if (!e)
+        return KNIT_MOD_ERR_STATE;
+    if (e->expect > KNIT_MOD_ROUTE_MAX) { /* more children than a route holds: on_message passes it down */
+        route->take = 1;
+        return KNIT_MOD_OK;
+    }
+    wire_t bare = w;
+    bare.dlen = 0;
+    for (int32_t i = 0; i < e->expect; i++) {
+        int32_t c = e->child[i];
+        if (!w.dlen || down_to(m, e, c))
+            route->dest[route->ndest++] = c;
+        else
+            K->send_hdr(m, c, &bare, sizeof(bare), NULL, 0);
+    }
+    entry_free(m, e);
+    return KNIT_MOD_OK;
 }
 
 static int args_ok(knit_mod_ctx_t *m, const knit_mod_request_t *req, const kn_coll_mod_args_t *a,
@@ -581,5 +630,6 @@ static const knit_mod_descriptor_t desc = {
     .fini = coll_fini,
     .on_request = coll_request,
     .on_message = coll_message,
+    .on_header = coll_header,
 };
 KNIT_MODULE(desc)

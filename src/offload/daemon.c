@@ -57,8 +57,9 @@ static int try_send(int dest, outmsg_t *o)
     char pkt[65536];
     if (kn_dmn.tl->max_payload > sizeof(pkt))
         cap = sizeof(pkt) - sizeof(kn_wire_t);
-    do {
-        uint64_t n = KN_MIN(o->len - o->sent, cap);
+    /* a message still streaming in goes out as far as it is in */
+    while (o->sent < o->avail || (!o->len && !o->started)) {
+        uint64_t n = KN_MIN(o->avail - o->sent, cap);
         kn_wire_t w = o->w;
         w.offset = o->sent;
         memcpy(pkt, &w, sizeof(w));
@@ -74,8 +75,8 @@ static int try_send(int dest, outmsg_t *o)
         }
         o->sent += n;
         o->started = 1;
-    } while (o->sent < o->len);
-    return 1;
+    }
+    return o->sent == o->len;
 }
 
 void kn_d_send_msg(int dest, int type, uint32_t mod, uint64_t a, uint64_t b, const void *p1, uint64_t l1,
@@ -95,15 +96,32 @@ void kn_d_send_msg(int dest, int type, uint32_t mod, uint64_t a, uint64_t b, con
         memcpy(o->data, p1, l1);
     if (l2)
         memcpy(o->data + l1, p2, l2);
-    o->len = l1 + l2;
+    o->len = o->avail = l1 + l2;
     o->sent = 0;
     o->started = 0;
+    kn_d_out_queue(dest, o);
+}
+
+void kn_d_out_queue(int dest, outmsg_t *o)
+{
     if (kn_dmn.tl && kn_list_empty(&kn_dmn.out[dest]) && try_send(dest, o)) {
         free(o);
         return;
     }
     kn_list_push_back(&kn_dmn.out[dest], &o->link);
     kn_dmn.backlog++;
+}
+
+void kn_d_out_kick(int dest)
+{
+    while (kn_dmn.tl && !kn_list_empty(&kn_dmn.out[dest])) {
+        outmsg_t *o = kn_list_first(&kn_dmn.out[dest], outmsg_t, link);
+        if (!try_send(dest, o))
+            return;
+        kn_list_del(&o->link);
+        free(o);
+        kn_dmn.backlog--;
+    }
 }
 
 static int flush_backlog(void)
@@ -137,11 +155,20 @@ static void on_packet(void *arg, int src, const kn_pkt_hdr_t *hdr, const void *p
         kn_warn("dropped a message from daemon %d (type %u, %zu bytes): %s", src, hdr->type, len, why);
         return;
     }
-    int whole = kn_wire_reasm_add(&kn_dmn.rx[src], &w, (const char *)payload + sizeof(w), len - sizeof(w), &m, &why);
+    const char *frag = (const char *)payload + sizeof(w);
+    /* a message a header handler routes streams on as it comes (stream.c) */
+    int routed = w.type == W_MSG ? kn_d_stream_fragment(src, &w, frag, len - sizeof(w)) : 0;
+    if (routed == 1)
+        return; /* forwarded, not taken here */
+    int whole = kn_wire_reasm_add(&kn_dmn.rx[src], &w, frag, len - sizeof(w), &m, &why);
     if (why)
         kn_warn("daemon %d: %s", src, why);
     if (whole) {
-        handle_msg(src, &m.w, m.data, m.len);
+        kn_inst_t *in = routed ? kn_d_inst(m.w.mod) : NULL;
+        if (in) /* taken by its header handler */
+            kn_d_inst_message(in, kn_tree_addr(&kn_dmn.tree, src), m.data, m.len);
+        else if (!routed)
+            handle_msg(src, &m.w, m.data, m.len);
         free(m.owned);
     }
 }
@@ -419,6 +446,8 @@ static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len)
             kn_debug("message for module %u that is not loaded here: dropped", w->mod);
             return;
         }
+        if (w->b && kn_d_route_whole(in, from, w, p, len)) /* its header handler routed it */
+            return;
         kn_d_inst_message(in, from, p, len);
         return;
     case W_REQ: {
@@ -766,7 +795,8 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
     kn_dmn.auth = kn_off_cookie_digest(cookie);
     kn_dmn.out = calloc((size_t)kn_dmn.nids, sizeof(*kn_dmn.out));
     kn_dmn.rx = calloc((size_t)kn_dmn.nids, sizeof(*kn_dmn.rx));
-    if (!kn_dmn.out || !kn_dmn.rx)
+    kn_dmn.streams = calloc((size_t)kn_dmn.nids, sizeof(*kn_dmn.streams));
+    if (!kn_dmn.out || !kn_dmn.rx || !kn_dmn.streams)
         return KNIT_ERR_NOMEM;
     for (int i = 0; i < kn_dmn.nids; i++)
         kn_list_init(&kn_dmn.out[i]);

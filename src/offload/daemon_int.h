@@ -58,8 +58,19 @@ typedef struct outmsg {
     kn_wire_t w;
     char *data;
     uint64_t len, sent;
+    uint64_t avail;            /* bytes of data in (a message streamed on: fewer than len) */
     int started;
 } outmsg_t;
+
+/* A message from one sender that a header handler routed (stream.c):
+ * where its fragments go as they arrive. */
+typedef struct kn_stream {
+    int active, take;
+    uint64_t total, got;
+    int ndest;
+    outmsg_t **out;            /* [ndest]: each destination's copy, filling */
+    int *dest;                 /* [ndest]: daemon ids */
+} kn_stream_t;
 
 typedef struct selfmsg {
     kn_list_t link;
@@ -98,6 +109,7 @@ struct kn_daemon {
     kn_list_t *out;            /* [nids] backlog */
     int backlog;
     kn_wire_reasm_t *rx;       /* [nids] */
+    kn_stream_t *streams;      /* [nids]: routed messages coming in (stream.c) */
     watch_t watches[1024];     /* rank sockets, doorbells, signals, the network, module processes */
     int nwatches;
     /* requests */
@@ -135,6 +147,10 @@ extern struct kn_daemon kn_dmn;
 /* daemon.c */
 void kn_d_send_msg(int dest, int type, uint32_t mod, uint64_t a, uint64_t b, const void *p1, uint64_t l1,
                    const void *p2, uint64_t l2);
+/* Queue a message to daemon dest behind those already waiting (sent at
+ * once where none is); kick: send what dest's queue can now. */
+void kn_d_out_queue(int dest, outmsg_t *o);
+void kn_d_out_kick(int dest);
 /* The verdict of this daemon's part of a load (status, and why not). */
 void kn_d_load_verdict(kn_inst_t *in, int32_t status, const char *msg);
 /* Instance id is gone after an unload (its fini has run). */
@@ -167,8 +183,26 @@ void kn_d_inst_message(kn_inst_t *in, int32_t from, const void *p, uint64_t len)
 /* Self messages and timers that are due: how many ran. */
 int kn_d_run_timers(void);
 
+/* on_header (ABI 2) of an in-process instance: 0 where it has none (or
+ * runs in a module process); else 1, with its status in *st
+ * (KNIT_ERR_MODULE_FAULT when it faulted, KNIT_ERR_RANGE for a route to
+ * no instance of the job or to this one) and its route. */
+int kn_d_inst_header(kn_inst_t *in, int32_t from, const void *hdr, uint64_t hlen, uint64_t plen,
+                     knit_mod_route_t *route, int32_t *st);
+
+/* stream.c: messages of a header and a payload (send_hdr, w->b = the
+ * header's length).  A fragment from src: 0 where no header handler
+ * routes its message (the usual path), 1 where it was routed and not
+ * taken here (consumed), 2 where it was routed and taken (the whole goes
+ * to on_message).  route_whole: the same for a whole message whose header
+ * did not fit its first fragment; 1 when routed (and taken if so). */
+int kn_d_stream_fragment(int src, const kn_wire_t *w, const char *p, uint64_t n);
+int kn_d_route_whole(kn_inst_t *in, int32_t from, const kn_wire_t *w, const char *p, uint64_t len);
+
 /* inst.c: services, shared by both isolations (KNIT_OK or KNIT_ERR_*) */
 int32_t kn_d_svc_send(kn_inst_t *m, int32_t dest, const void *msg, uint64_t len);
+int32_t kn_d_svc_send_hdr(kn_inst_t *m, int32_t dest, const void *hdr, uint64_t hlen, const void *payload,
+                          uint64_t plen);
 int32_t kn_d_svc_multicast(kn_inst_t *m, const void *msg, uint64_t len);
 int32_t kn_d_svc_complete(kn_inst_t *m, uint64_t token, int32_t status, const void *res, uint64_t len);
 

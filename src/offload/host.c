@@ -31,7 +31,7 @@ typedef struct hmsg {
     kn_list_t link;
     int to;
     int32_t from;
-    uint64_t len;
+    uint64_t len, hlen;   /* hlen: send_hdr's header (on_header sees it first) */
     char data[];
 } hmsg_t;
 
@@ -76,24 +76,52 @@ static const knit_mod_geometry_t *h_geometry(knit_mod_ctx_t *m)
     return &H(m)->geo;
 }
 
-static int32_t h_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t len)
+static int32_t h_send_hdr(knit_mod_ctx_t *m, int32_t dest, const void *hdr, uint64_t hlen, const void *payload,
+                          uint64_t plen)
 {
     kn_hmod_t *hm = H(m)->hm;
     int to = index_of(hm, dest);
     if (to < 0)
         return KNIT_ERR_RANGE;
-    if (len > KN_OFF_MSG_MAX || (len && !msg))
+    if (hlen > KNIT_MOD_HDR_MAX || hlen + plen > KN_OFF_MSG_MAX || (hlen && !hdr) || (plen && !payload))
         return KNIT_ERR_INVAL;
-    hmsg_t *x = malloc(sizeof(*x) + len);
+    hmsg_t *x = malloc(sizeof(*x) + hlen + plen);
     if (!x)
         return KNIT_ERR_NOMEM;
     x->to = to;
     x->from = H(m)->geo.self;
-    x->len = len;
-    if (len)
-        memcpy(x->data, msg, len);
+    x->len = hlen + plen;
+    x->hlen = to == index_of(hm, x->from) ? 0 : hlen; /* to oneself: on_message */
+    if (hlen)
+        memcpy(x->data, hdr, hlen);
+    if (plen)
+        memcpy(x->data + hlen, payload, plen);
     kn_list_push_back(&hm->msgs, &x->link);
     return KNIT_OK;
+}
+
+static int32_t h_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t len)
+{
+    return h_send_hdr(m, dest, NULL, 0, msg, len);
+}
+
+/* A message with a header at an instance with on_header: routed as the
+ * daemons route it (stream.c), whole; 1 when taken there. */
+static int h_route(kn_hmod_t *hm, hmsg_t *x)
+{
+    knit_mod_ctx_t *m = MC(&hm->inst[x->to]);
+    knit_mod_route_t r;
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    if (hm->desc->on_header(m, x->from, x->data, x->hlen, x->len - x->hlen, &r) != KNIT_MOD_OK ||
+        r.ndest < 0 || r.ndest > KNIT_MOD_ROUTE_MAX)
+        return 0;
+    for (int i = 0; i < r.ndest; i++)
+        if (index_of(hm, r.dest[i]) < 0 || index_of(hm, r.dest[i]) == x->to)
+            return 0; /* dropped, as a daemon drops it */
+    for (int i = 0; i < r.ndest; i++)
+        h_send_hdr(m, r.dest[i], x->data, x->hlen, x->data + x->hlen, x->len - x->hlen);
+    return r.take;
 }
 
 static int32_t h_multicast(knit_mod_ctx_t *m, const void *msg, uint64_t len)
@@ -264,6 +292,7 @@ static const knit_mod_services_t host_services = {
     .log = h_log,
     .now_ns = h_now,
     .place = h_place,
+    .send_hdr = h_send_hdr,
 };
 
 static void free_inst(hinst_t *h)
@@ -404,7 +433,8 @@ int kn_host_progress(void)
         while (k-- && !kn_list_empty(&hm->msgs)) {
             hmsg_t *x = kn_list_first(&hm->msgs, hmsg_t, link);
             kn_list_del(&x->link);
-            if (hm->desc->on_message)
+            int routed = x->hlen && hm->desc->abi_version >= 2 && hm->desc->on_header;
+            if (hm->desc->on_message && (!routed || h_route(hm, x)))
                 hm->desc->on_message(MC(&hm->inst[x->to]), x->from, x->data, x->len);
             free(x);
             n++;

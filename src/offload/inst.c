@@ -247,14 +247,17 @@ const char *kn_d_self_name(char *buf, size_t len)
 }
 
 typedef struct call {
-    int what; /* 0 request, 1 message, 2 timer, 3 fini */
+    int what; /* 0 request, 1 message, 2 timer, 3 fini, (4 init), 5 header */
+    knit_mod_route_t *route;
+    uint64_t plen;
+    int32_t status;
     const knit_mod_request_t *req;
     const void *data;
     int32_t from;
     uint64_t len, cookie;
 } call_t;
 
-static const char *what_name[] = {"on_request", "on_message", "on_timer", "fini", "init"};
+static const char *what_name[] = {"on_request", "on_message", "on_timer", "fini", "init", "on_header"};
 
 static void call_handler(kn_inst_t *in, call_t *c)
 {
@@ -263,6 +266,7 @@ static void call_handler(kn_inst_t *in, call_t *c)
     case 1: in->desc->on_message(in, c->from, c->data, c->len); break;
     case 2: in->desc->on_timer(in, c->cookie); break;
     case 3: in->desc->fini(in); break;
+    case 5: c->status = in->desc->on_header(in, c->from, c->data, c->len, c->plen, c->route); break;
     }
 }
 
@@ -632,31 +636,47 @@ static const knit_mod_geometry_t *svc_geometry(knit_mod_ctx_t *m)
     return &m->geo;
 }
 
-int32_t kn_d_svc_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t len)
+/* A message of a header (hlen bytes; 0: a plain one) and a payload.  To
+ * oneself it goes to on_message, whole. */
+int32_t kn_d_svc_send_hdr(knit_mod_ctx_t *m, int32_t dest, const void *hdr, uint64_t hlen, const void *payload,
+                          uint64_t plen)
 {
     if (m->faulted || m->dead)
         return KNIT_ERR_STATE;
-    if (len > KN_OFF_MSG_MAX || (len && !msg))
+    if (hlen > KNIT_MOD_HDR_MAX || hlen + plen > KN_OFF_MSG_MAX || (hlen && !hdr) || (plen && !payload))
         return KNIT_ERR_INVAL;
     int id = kn_tree_id(&kn_dmn.tree, dest);
     if (id < 0)
         return KNIT_ERR_RANGE;
     int32_t from = kn_tree_addr(&kn_dmn.tree, kn_dmn.g.self);
     if (id == kn_dmn.g.self) {
-        selfmsg_t *s = malloc(sizeof(*s) + len);
+        selfmsg_t *s = malloc(sizeof(*s) + hlen + plen);
         if (!s)
             return KNIT_ERR_NOMEM;
         s->inst = m;
         s->id = m->id;
         s->from = from;
-        s->len = len;
-        if (len)
-            memcpy(s->data, msg, len);
+        s->len = hlen + plen;
+        if (hlen)
+            memcpy(s->data, hdr, hlen);
+        if (plen)
+            memcpy(s->data + hlen, payload, plen);
         kn_list_push_back(&kn_dmn.selfq, &s->link);
         return KNIT_OK;
     }
-    kn_d_send_msg(id, W_MSG, m->id, 0, 0, msg, len, NULL, 0);
+    kn_d_send_msg(id, W_MSG, m->id, 0, hlen, hdr, hlen, payload, plen);
     return KNIT_OK;
+}
+
+int32_t kn_d_svc_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t len)
+{
+    return kn_d_svc_send_hdr(m, dest, NULL, 0, msg, len);
+}
+
+static int32_t svc_send_hdr(knit_mod_ctx_t *m, int32_t dest, const void *hdr, uint64_t hlen, const void *payload,
+                            uint64_t plen)
+{
+    return IN_SVC(kn_d_svc_send_hdr(m, dest, hdr, hlen, payload, plen));
 }
 
 static int32_t svc_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t len)
@@ -831,6 +851,7 @@ static const knit_mod_services_t services = {
     .log = svc_log,
     .now_ns = svc_now,
     .place = svc_place,
+    .send_hdr = svc_send_hdr,
 };
 
 void kn_d_inst_request(kn_dreq_t *r, const void *args, uint64_t len)
@@ -844,6 +865,32 @@ void kn_d_inst_request(kn_dreq_t *r, const void *args, uint64_t len)
     knit_mod_request_t q = {.token = r->token, .rank = r->rank, .node = node, .len = len};
     call_t c = {.what = 0, .req = &q, .data = args, .len = len};
     run_protected(in, &c);
+}
+
+int kn_d_inst_header(kn_inst_t *in, int32_t from, const void *hdr, uint64_t hlen, uint64_t plen,
+                     knit_mod_route_t *route, int32_t *st)
+{
+    if (in->sbx || in->faulted || in->desc->abi_version < 2 || !in->desc->on_header)
+        return 0;
+    memset(route, 0, sizeof(*route));
+    route->size = sizeof(*route);
+    call_t c = {.what = 5, .from = from, .data = hdr, .len = hlen, .plen = plen, .route = route};
+    if (run_protected(in, &c) != KNIT_OK) {
+        *st = KNIT_ERR_MODULE_FAULT;
+        return 1;
+    }
+    *st = c.status;
+    if (c.status == KNIT_OK && (route->ndest < 0 || route->ndest > KNIT_MOD_ROUTE_MAX))
+        *st = KNIT_ERR_RANGE;
+    for (int i = 0; *st == KNIT_OK && i < route->ndest; i++) {
+        int id = kn_tree_id(&kn_dmn.tree, route->dest[i]);
+        if (id < 0 || id == kn_dmn.g.self)
+            *st = KNIT_ERR_RANGE;
+    }
+    if (*st == KNIT_ERR_RANGE)
+        kn_warn("module %s: on_header routed a message to %d instances, one of them not another instance of the "
+                "job: dropped", in->name, route->ndest);
+    return 1;
 }
 
 void kn_d_inst_message(kn_inst_t *in, int32_t from, const void *p, uint64_t len)

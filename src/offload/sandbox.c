@@ -572,8 +572,8 @@ static void serve(kn_sbx_t *s, const kn_sbx_rec_t *h, const char *p, uint64_t le
     }
     int32_t st;
     switch (h->type) {
-    case KN_SBX_S_SEND:
-        kn_d_svc_send(in, (int32_t)(uint32_t)h->a, p, len);
+    case KN_SBX_S_SEND: /* kn_sbx_svc_ok: b <= len */
+        kn_d_svc_send_hdr(in, (int32_t)(uint32_t)h->a, p, h->b, p + h->b, len - h->b);
         return;
     case KN_SBX_S_MULTICAST:
         kn_d_svc_multicast(in, p, len);

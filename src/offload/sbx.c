@@ -164,6 +164,11 @@ int kn_sbx_svc_ok(const kn_sbx_rec_t *h, const char *p, uint64_t len, const char
         }
         return 1;
     case KN_SBX_S_SEND:
+        if (h->b > len || h->b > KNIT_MOD_HDR_MAX) {
+            *why = "send: a header longer than its message, or than KNIT_MOD_HDR_MAX";
+            return 0;
+        }
+        return 1;
     case KN_SBX_S_MULTICAST:
     case KN_SBX_S_COMPLETE:
     case KN_SBX_S_WRITE:

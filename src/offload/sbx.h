@@ -58,7 +58,7 @@ enum {
     KN_SBX_R_REPLY,      /* a = status; data (read_rank) */
     /* host -> daemon (svc ring): */
     KN_SBX_S_LOADED,     /* a = status, b = KN_SBX_HAS_* ; text: name, or why refused */
-    KN_SBX_S_SEND,       /* a = dest (int32); message */
+    KN_SBX_S_SEND,       /* a = dest (int32), b = its header's length (send_hdr; 0: send); message */
     KN_SBX_S_MULTICAST,  /* message */
     KN_SBX_S_COMPLETE,   /* a = token, b = status (int32); result */
     KN_SBX_S_READ,       /* a = rank, b = addr, c = len: answered by a REPLY with the data */
