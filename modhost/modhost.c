@@ -509,6 +509,38 @@ static int token_add(uint64_t token)
     return 0;
 }
 
+/* A send_hdr message for on_header (hlen: its header): passed on whole
+ * to the instances it names, through the daemon, then to on_message if
+ * taken.  One call for the budget. */
+static void route_whole(int32_t from, const char *p, uint64_t len, uint64_t hlen)
+{
+    knit_mod_route_t r;
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    if (hlen > len || !H.desc->on_header) {
+        _exit(1); /* the daemon sent what no daemon sends */
+    }
+    busy(KN_SBX_W_HEADER);
+    int32_t st = H.desc->on_header(&H.inst, from, p, hlen, len - hlen, &r);
+    int ok = st == KNIT_MOD_OK && r.ndest >= 0 && r.ndest <= KNIT_MOD_ROUTE_MAX;
+    for (int i = 0; ok && i < r.ndest; i++)
+        ok = kn_tree_id(&H.tree, r.dest[i]) >= 0 && !is_self(r.dest[i]);
+    if (ok) {
+        for (int i = 0; i < r.ndest; i++) {
+            kn_sbx_rec_t h = {.type = KN_SBX_S_SEND, .a = (uint32_t)r.dest[i], .b = hlen};
+            to_daemon(&h, p, len);
+        }
+        if (r.take && H.desc->on_message) {
+            busy(KN_SBX_W_MESSAGE);
+            H.desc->on_message(&H.inst, from, p, len);
+        }
+    } else if (st == KNIT_MOD_OK) {
+        kn_warn("module %s: on_header routed a message to %d instances, one of them not another instance of the job: "
+                "dropped", H.seg->name, r.ndest);
+    }
+    call_done();
+}
+
 /* One whole call from the daemon. */
 static void call(const kn_sbx_rec_t *h, const void *p, uint64_t len)
 {
@@ -524,6 +556,10 @@ static void call(const kn_sbx_rec_t *h, const void *p, uint64_t len)
         return;
     }
     case KN_SBX_C_MESSAGE:
+        if (h->b) { /* a send_hdr message: on_header routes it, whole (the daemon streams nothing here) */
+            route_whole((int32_t)(uint32_t)h->a, p, len, h->b);
+            return;
+        }
         busy(KN_SBX_W_MESSAGE);
         if (H.desc->on_message)
             H.desc->on_message(&H.inst, (int32_t)(uint32_t)h->a, p, len);
@@ -719,15 +755,10 @@ int main(void)
     }
     H.desc = d;
     unsigned has = (d->on_message ? KN_SBX_HAS_MESSAGE : 0) | (d->on_timer ? KN_SBX_HAS_TIMER : 0) |
-                   (d->fini ? KN_SBX_HAS_FINI : 0);
+                   (d->fini ? KN_SBX_HAS_FINI : 0) | (d->abi_version >= 2 && d->on_header ? KN_SBX_HAS_HEADER : 0);
     snprintf(H.seg->name, sizeof(H.seg->name), "%s", d->name);
-    if (H.seg->probe) { /* a probe's module may load on the daemon's thread */
+    if (H.seg->probe) {
         verdict(KNIT_OK, has, "%s", d->name);
-        return 0;
-    }
-    if (d->abi_version >= 2 && d->on_header) {
-        verdict(KNIT_ERR_NOT_SUPPORTED, 0, "on_header is not supported yet in a module process "
-                "(KNIT_MODULE_ISOLATION=inprocess runs it on the daemon's thread)");
         return 0;
     }
     busy(KN_SBX_W_INIT);

@@ -7,9 +7,10 @@
  * switches' on_message never sees it.  Every agent takes it (on_header
  * says take), checks every byte in on_message and tells the sender's
  * agent, which completes the request with the number of agents that got
- * the n bytes right once all have answered.  Load it with
- * KNIT_MODULE_ISOLATION=inprocess: a module with on_header does not run
- * in a module process yet.
+ * the n bytes right once all have answered.  With
+ * KNIT_MODULE_ISOLATION=inprocess the daemons stream the payload on as
+ * it comes; in a module process (the default) each switch passes it on
+ * once it is all in.
  */
 #include <string.h>
 

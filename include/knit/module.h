@@ -208,9 +208,10 @@ typedef struct knit_mod_descriptor {
      * instances the daemon is to stream the whole message on to, as its
      * bytes arrive (the module copies nothing; on_header runs there
      * again), and whether on_message is to get it here too.  Nonzero:
-     * the message is dropped.  Runs on the daemon's thread only: a module
-     * with on_header loads with KNIT_MODULE_ISOLATION=inprocess, or as
-     * a built-in (not supported yet in a module process). */
+     * the message is dropped.  On the daemon's thread (built-ins,
+     * KNIT_MODULE_ISOLATION=inprocess) the daemon streams; a module in a
+     * process of its own sees the header with the whole message in, and
+     * its copies go on once it has decided. */
     int32_t (*on_header)(knit_mod_ctx_t *m, int32_t from, const void *hdr, uint64_t hlen, uint64_t plen,
                          knit_mod_route_t *route);
     void *reserved[3];

@@ -166,7 +166,7 @@ static void on_packet(void *arg, int src, const kn_pkt_hdr_t *hdr, const void *p
     if (whole) {
         kn_inst_t *in = routed ? kn_d_inst(m.w.mod) : NULL;
         if (in) /* taken by its header handler */
-            kn_d_inst_message(in, kn_tree_addr(&kn_dmn.tree, src), m.data, m.len);
+            kn_d_inst_message(in, kn_tree_addr(&kn_dmn.tree, src), m.data, m.len, 0);
         else if (!routed)
             handle_msg(src, &m.w, m.data, m.len);
         free(m.owned);
@@ -448,7 +448,7 @@ static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len)
         }
         if (w->b && kn_d_route_whole(in, from, w, p, len)) /* its header handler routed it */
             return;
-        kn_d_inst_message(in, from, p, len);
+        kn_d_inst_message(in, from, p, len, w->b); /* a module process routes it itself */
         return;
     case W_REQ: {
         if (kn_dmn.g.self != kn_dmn.g.nnodes) /* the root switch */

@@ -179,7 +179,9 @@ int kn_d_inst_destroy(kn_inst_t *in, int call_fini);
 void kn_d_inst_disable(kn_inst_t *in, const char *msg, int tell);
 /* Calls into an instance. */
 void kn_d_inst_request(kn_dreq_t *r, const void *args, uint64_t len);
-void kn_d_inst_message(kn_inst_t *in, int32_t from, const void *p, uint64_t len);
+/* hlen: a send_hdr message's header, for a module process's on_header
+ * (in-process instances were routed already: stream.c) */
+void kn_d_inst_message(kn_inst_t *in, int32_t from, const void *p, uint64_t len, uint64_t hlen);
 /* Self messages and timers that are due: how many ran. */
 int kn_d_run_timers(void);
 

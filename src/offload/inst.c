@@ -893,12 +893,18 @@ int kn_d_inst_header(kn_inst_t *in, int32_t from, const void *hdr, uint64_t hlen
     return 1;
 }
 
-void kn_d_inst_message(kn_inst_t *in, int32_t from, const void *p, uint64_t len)
+void kn_d_inst_message(kn_inst_t *in, int32_t from, const void *p, uint64_t len, uint64_t hlen)
 {
-    if (!(in->has & KN_SBX_HAS_MESSAGE) || in->faulted)
+    if (in->faulted)
+        return;
+    if (in->sbx && hlen && (in->has & KN_SBX_HAS_HEADER)) { /* its on_header routes it there */
+        kn_sbx_message(in->sbx, from, p, len, hlen);
+        return;
+    }
+    if (!(in->has & KN_SBX_HAS_MESSAGE))
         return;
     if (in->sbx) {
-        kn_sbx_message(in->sbx, from, p, len);
+        kn_sbx_message(in->sbx, from, p, len, 0);
         return;
     }
     call_t c = {.what = 1, .from = from, .data = p, .len = len};
@@ -925,7 +931,7 @@ int kn_d_run_timers(void)
         kn_list_del(&s->link);
         kn_inst_t *in = kn_d_inst(s->id);
         if (in == s->inst)
-            kn_d_inst_message(in, s->from, s->data, s->len);
+            kn_d_inst_message(in, s->from, s->data, s->len, 0);
         free(s);
         n++;
     }

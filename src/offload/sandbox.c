@@ -147,7 +147,7 @@ int kn_sbx_defer(void)
 
 /* by KN_SBX_W_* */
 static const char *kind_name[] = {"on_request", "on_message", "on_timer", "fini", "init",
-                                  "the module's constructors", KNIT_MOD_SYMBOL "() or its descriptor"};
+                                  "the module's constructors", KNIT_MOD_SYMBOL "() or its descriptor", "on_header"};
 
 /* ------------------------------------------------------------ helpers */
 
@@ -488,9 +488,10 @@ void kn_sbx_request(kn_sbx_t *s, uint64_t token, int32_t rank, int32_t node, con
     post(s, 0, &h, args, len, 1);
 }
 
-void kn_sbx_message(kn_sbx_t *s, int32_t from, const void *p, uint64_t len)
+void kn_sbx_message(kn_sbx_t *s, int32_t from, const void *p, uint64_t len, uint64_t hlen)
 {
-    kn_sbx_rec_t h = {.type = KN_SBX_C_MESSAGE, .a = (uint32_t)from, .c = KN_SBX_W_MESSAGE};
+    kn_sbx_rec_t h = {.type = KN_SBX_C_MESSAGE, .a = (uint32_t)from, .b = hlen,
+                      .c = hlen ? KN_SBX_W_HEADER : KN_SBX_W_MESSAGE};
     post(s, 0, &h, p, len, 1);
 }
 
@@ -548,7 +549,7 @@ static void loaded(kn_sbx_t *s, const kn_sbx_rec_t *h, const char *text)
         return;
     if (st == KNIT_OK) {
         snprintf(in->name, sizeof(in->name), "%.31s", text);
-        in->has = (unsigned)h->b & (KN_SBX_HAS_MESSAGE | KN_SBX_HAS_TIMER | KN_SBX_HAS_FINI);
+        in->has = (unsigned)h->b & (KN_SBX_HAS_MESSAGE | KN_SBX_HAS_TIMER | KN_SBX_HAS_FINI | KN_SBX_HAS_HEADER);
         kn_debug("module '%s' loaded as id %u (pid %d)", in->name, in->id, (int)s->pid);
         kn_d_load_verdict(in, KNIT_OK, "");
         return;

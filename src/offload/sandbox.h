@@ -31,7 +31,8 @@ int32_t kn_sbx_probe(const char *name, const void *bytes, uint64_t len, char *ms
 
 /* Calls, queued in order. */
 void kn_sbx_request(kn_sbx_t *s, uint64_t token, int32_t rank, int32_t node, const void *args, uint64_t len);
-void kn_sbx_message(kn_sbx_t *s, int32_t from, const void *p, uint64_t len);
+/* hlen: a send_hdr message's header, which its on_header routes there */
+void kn_sbx_message(kn_sbx_t *s, int32_t from, const void *p, uint64_t len, uint64_t hlen);
 
 /* The instance is going (unload, fault, exit): detach the host from it,
  * and let it run fini (call_fini) and exit, killed when it takes longer

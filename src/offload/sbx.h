@@ -53,7 +53,7 @@
 enum {
     KN_SBX_PAD = 0,      /* fills the end of the ring: skip */
     KN_SBX_C_REQUEST,    /* a = token, b = rank | node << 32; args */
-    KN_SBX_C_MESSAGE,    /* a = from (int32); message */
+    KN_SBX_C_MESSAGE,    /* a = from (int32), b = its header's length (send_hdr: on_header routes it); message */
     KN_SBX_C_STOP,       /* call fini (a = 1) and exit */
     KN_SBX_R_REPLY,      /* a = status; data (read_rank) */
     /* host -> daemon (svc ring): */
@@ -71,11 +71,12 @@ enum {
 
 /* What a host runs (busy_what), for the messages. */
 enum { KN_SBX_W_REQUEST, KN_SBX_W_MESSAGE, KN_SBX_W_TIMER, KN_SBX_W_FINI, KN_SBX_W_INIT, KN_SBX_W_CTORS,
-       KN_SBX_W_DESC };
+       KN_SBX_W_DESC, KN_SBX_W_HEADER };
 
 #define KN_SBX_HAS_MESSAGE 0x1   /* the descriptor has on_message */
 #define KN_SBX_HAS_TIMER 0x2
 #define KN_SBX_HAS_FINI 0x4
+#define KN_SBX_HAS_HEADER 0x8    /* on_header (ABI 2) */
 
 typedef struct kn_sbx_rec {
     uint32_t len;        /* payload bytes that follow */

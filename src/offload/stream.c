@@ -147,6 +147,6 @@ int kn_d_route_whole(kn_inst_t *in, int32_t from, const kn_wire_t *w, const char
         kn_d_send_msg(dest[i], W_MSG, w->mod, w->a, w->b, p, len, NULL, 0);
     free(dest);
     if (nd >= 0 && take)
-        kn_d_inst_message(in, from, p, len);
+        kn_d_inst_message(in, from, p, len, 0);
     return 1;
 }

@@ -616,24 +616,15 @@ int main(int argc, char **argv)
         }
         CHECK(knit_module_unload(m) == KNIT_OK, "unload");
     } else if (!strcmp(c, "relay")) { /* header handlers: every agent gets every byte */
-        knit_module_t *m = NULL;
-        st = knit_module_load(ctx, path("relay"), where_of(w), &m);
-        if (st == KNIT_ERR_NOT_SUPPORTED) { /* in a module process: refused, saying why */
-            CHECK(strstr(knit_module_last_error(ctx), "on_header is not supported yet"), "refusal: %s",
-                  knit_module_last_error(ctx));
-            if (rank == 0)
-                printf("refused: %s\n", knit_module_last_error(ctx));
-        } else {
-            CHECK(st == KNIT_OK, "load relay: %s (%s)", knit_strerror(st), knit_module_last_error(ctx));
-            static const uint32_t sizes[] = {0, 1, 100, 65537, 1 << 20, 3 << 20};
-            for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-                int32_t right = -1;
-                size_t n = 0;
-                CHECK(call(m, &sizes[k], 4, &right, sizeof(right), &n) == KNIT_OK && n == 4, "relay %u", sizes[k]);
-                CHECK(right == nnodes, "relay of %u bytes: %d of %d agents got it", sizes[k], right, nnodes);
-            }
-            CHECK(knit_module_unload(m) == KNIT_OK, "unload");
+        knit_module_t *m = load("relay", where_of(w));
+        static const uint32_t sizes[] = {0, 1, 100, 65537, 1 << 20, 3 << 20};
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+            int32_t right = -1;
+            size_t n = 0;
+            CHECK(call(m, &sizes[k], 4, &right, sizeof(right), &n) == KNIT_OK && n == 4, "relay %u", sizes[k]);
+            CHECK(right == nnodes, "relay of %u bytes: %d of %d agents got it", sizes[k], right, nnodes);
         }
+        CHECK(knit_module_unload(m) == KNIT_OK, "unload");
     } else if (!strcmp(c, "paused")) {
         paused();
     } else if (!strcmp(c, "garbage")) {
