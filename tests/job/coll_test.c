@@ -14,6 +14,7 @@
  *                              a whole second)
  *   coll_test errors           invalid arguments are refused
  *   coll_test bench [ITERS]    median latencies (rank 0 prints a table)
+ *   coll_test comms            three communicators' nonblocking collectives interleaved
  *   coll_test choose           10 each of a few collectives (KNIT_COLL_OFFLOAD=auto)
  *   coll_test killagent [N]    allreduces until the job ends; the last
  *                              rank kills its agent after N of them
@@ -805,6 +806,55 @@ static void late(knit_comm_t *c, double max_sec)
           max_sec);
 }
 
+/* ------------------------------------------------------------ two communicators */
+
+/* Three communicators' collectives in flight together, started and
+ * finished in different orders: the world (sum), the world reversed (max,
+ * 64 KiB: segments), the even ranks (bcast from their last). */
+static void two_comms(knit_comm_t *w)
+{
+    enum { N = 16384 };
+    int *rk = xmalloc(sizeof(int) * (size_t)wsize), ne = 0;
+    knit_comm_t *rev, *even = NULL;
+    for (int i = 0; i < wsize; i++)
+        rk[i] = wsize - 1 - i;
+    OK(knit_comm_create(ctx, rk, wsize, 21, &rev));
+    for (int i = 0; i < wsize; i += 2)
+        rk[ne++] = i;
+    OK(knit_comm_create(ctx, rk, ne, 22, &even));
+    float *a = xmalloc(N * sizeof(float)), *b = xmalloc(N * sizeof(float));
+    int32_t x, sum, bc;
+    for (int k = 0; k < 20; k++) {
+        knit_coll_request_t *q[3] = {NULL, NULL, NULL};
+        x = wrank + k;
+        for (int i = 0; i < N; i++)
+            a[i] = (float)((wrank * 7 + i + k) % 101);
+        bc = knit_comm_rank(even) == ne - 1 ? 1000 + k : -1;
+        OK(knit_iallreduce(w, &x, &sum, 1, KNIT_INT32, &SUM, &q[0]));
+        OK(knit_iallreduce(rev, a, b, N, KNIT_FLOAT, &MAX, &q[1]));
+        if (knit_comm_rank(even) >= 0)
+            OK(knit_ibcast(even, &bc, 1, KNIT_INT32, ne - 1, &q[2]));
+        for (int j = 0; j < 3; j++) { /* finished in another order each time */
+            int i = (j + k) % 3;
+            if (q[i])
+                OK(knit_coll_wait(&q[i]));
+        }
+        CHECK(sum == wsize * (wsize - 1) / 2 + wsize * k, "sum %d", sum);
+        for (int i = 0; i < N; i += 997) {
+            int best = -1;
+            for (int r = 0; r < wsize; r++)
+                best = (r * 7 + i + k) % 101 > best ? (r * 7 + i + k) % 101 : best;
+            CHECK(b[i] == (float)best, "max at %d: %g, want %d", i, b[i], best);
+        }
+        CHECK(knit_comm_rank(even) < 0 || bc == 1000 + k, "bcast %d", bc);
+    }
+    knit_comm_destroy(rev);
+    knit_comm_destroy(even);
+    free(rk);
+    free(a);
+    free(b);
+}
+
 /* ------------------------------------------------------------ choosing */
 
 /* 10 each of: allreduce of 8 B, allreduce of 64 KiB, barrier, bcast of
@@ -1056,6 +1106,8 @@ int main(int argc, char **argv)
         late(w, argc > 2 ? atof(argv[2]) : 5.0);
     } else if (!strcmp(cs, "errors")) {
         errors(w);
+    } else if (!strcmp(cs, "comms")) {
+        two_comms(w);
     } else if (!strcmp(cs, "choose")) {
         choose(w);
     } else if (!strcmp(cs, "killagent")) {

@@ -259,6 +259,10 @@ if "$KNITRUN" --timeout 30 -n 2 --nodes 2 "$PROG" errors >/dev/null 2>&1; then
     done
     # nonblocking, interleaved with the hosts' collectives and p2p
     run offload.nodes3.nb.n6 180 -n 6 --nodes 3 -x KNIT_COLL_OFFLOAD=on "$PROG" nb 5
+    # three communicators' collectives in flight together, finished in
+    # changing orders (a star, and a tree of fan-in 2)
+    run offload.nodes3.comms.n6 180 -n 6 --nodes 3 -x KNIT_COLL_OFFLOAD=on "$PROG" comms
+    run offload.tree.fanin2.comms.n8 180 -n 8 --nodes 8 -x KNIT_COLL_OFFLOAD=on -x KNIT_SWITCH_FANIN=2 "$PROG" comms
     # asynchronous progress: started, 10 ms of computing without a knit
     # call, then one test finds every offloaded one complete (the agents
     # completed them; with short time slices they preempt the computing
