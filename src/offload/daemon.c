@@ -128,19 +128,10 @@ static int flush_backlog(void)
 {
     if (!kn_dmn.backlog || !kn_dmn.tl)
         return 0;
-    int n = 0;
-    for (int i = 0; i < kn_dmn.nids; i++) {
-        while (!kn_list_empty(&kn_dmn.out[i])) {
-            outmsg_t *o = kn_list_first(&kn_dmn.out[i], outmsg_t, link);
-            if (!try_send(i, o))
-                break;
-            kn_list_del(&o->link);
-            free(o);
-            kn_dmn.backlog--;
-            n++;
-        }
-    }
-    return n;
+    int before = kn_dmn.backlog;
+    for (int i = 0; i < kn_dmn.nids; i++)
+        kn_d_out_kick(i);
+    return before - kn_dmn.backlog;
 }
 
 static void handle_msg(int src, const kn_wire_t *w, const char *p, uint64_t len);
