@@ -522,10 +522,7 @@ static void route_whole(int32_t from, const char *p, uint64_t len, uint64_t hlen
     }
     busy(KN_SBX_W_HEADER);
     int32_t st = H.desc->on_header(&H.inst, from, p, hlen, len - hlen, &r);
-    int ok = st == KNIT_MOD_OK && r.ndest >= 0 && r.ndest <= KNIT_MOD_ROUTE_MAX;
-    for (int i = 0; ok && i < r.ndest; i++)
-        ok = kn_tree_id(&H.tree, r.dest[i]) >= 0 && !is_self(r.dest[i]);
-    if (ok) {
+    if (st == KNIT_MOD_OK && kn_tree_route_ok(&H.tree, H.inst.geo.self, &r)) {
         for (int i = 0; i < r.ndest; i++) {
             kn_sbx_rec_t h = {.type = KN_SBX_S_SEND, .a = (uint32_t)r.dest[i], .b = hlen};
             to_daemon(&h, p, len);

@@ -443,6 +443,21 @@ static void send_down(knit_mod_ctx_t *m, entry_t *e, int32_t status, const char 
  * combined here, and nothing waits for the whole segment), those of a
  * reduce without the root's node getting the header alone, and forgets
  * the segment.  Agents take what comes down (on_message). */
+/* A mask's length here: a bit per node of the job (0 where none is sent). */
+static uint32_t mask_len_of(knit_mod_ctx_t *m)
+{
+    return ((uint32_t)K->geometry(m)->nnodes + 7) / 8;
+}
+
+/* Whether a message's header fits what follows it (rest: its bytes after
+ * the header): mask and segment.  No: a daemon of this job never sends it. */
+static int wire_ok(knit_mod_ctx_t *m, const wire_t *w, uint64_t rest)
+{
+    return (!w->mask_len || w->mask_len == mask_len_of(m)) && w->bytes <= KN_COLL_MOD_MAX_BYTES &&
+           w->nseg == nseg_of(w->bytes) && w->seg < w->nseg && rest >= w->mask_len && rest - w->mask_len == w->dlen &&
+           (!w->dlen || w->dlen == seg_len(w->bytes, w->seg));
+}
+
 static int32_t coll_header(knit_mod_ctx_t *m, int32_t from, const void *hdr, uint64_t hlen, uint64_t plen,
                            knit_mod_route_t *route)
 {
@@ -453,9 +468,8 @@ static int32_t coll_header(knit_mod_ctx_t *m, int32_t from, const void *hdr, uin
         return KNIT_MOD_OK;
     }
     memcpy(&w, hdr, sizeof(w));
-    if (w.kind != DOWN || from != s->self.parent || w.mask_len || plen != w.dlen || w.bytes > KN_COLL_MOD_MAX_BYTES ||
-        w.nseg != nseg_of(w.bytes) || w.seg >= w.nseg || (w.dlen && w.dlen != seg_len(w.bytes, w.seg)))
-        return KNIT_MOD_ERR_INVAL; /* a daemon of this job never sends it: dropped */
+    if (w.kind != DOWN || from != s->self.parent || w.mask_len || !wire_ok(m, &w, plen))
+        return KNIT_MOD_ERR_INVAL; /* dropped */
     entry_t *e = entry_find(m, w.comm, w.first, w.seq, w.seg);
     if (!e)
         return KNIT_MOD_ERR_STATE;
@@ -483,7 +497,7 @@ static int args_ok(knit_mod_ctx_t *m, const knit_mod_request_t *req, const kn_co
     if (a->version != KN_COLL_MOD_VERSION || a->kind < KN_COLL_MOD_BARRIER || a->kind > KN_COLL_MOD_ALLREDUCE ||
         a->bytes > KN_COLL_MOD_MAX_BYTES || (a->kind == KN_COLL_MOD_BARRIER && a->bytes) || a->nlocal <= 0 ||
         a->nlocal > MAX_LOCAL || a->lrank < 0 || a->lrank >= a->nlocal ||
-        (a->mask_len && a->mask_len != ((uint32_t)g->nnodes + 7) / 8) || req->len < sizeof(*a) + a->mask_len ||
+        (a->mask_len && a->mask_len != mask_len_of(m)) || req->len < sizeof(*a) + a->mask_len ||
         !kn_coll_mod_member(mask, a->mask_len, g->self))
         return 0;
     int rooted = a->kind == KN_COLL_MOD_BCAST || a->kind == KN_COLL_MOD_REDUCE;
@@ -597,15 +611,10 @@ static void coll_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint6
     if (len < sizeof(w))
         return;
     memcpy(&w, msg, sizeof(w));
-    const knit_mod_geometry_t *g = K->geometry(m);
-    if ((w.mask_len && w.mask_len != ((uint32_t)g->nnodes + 7) / 8) || w.bytes > KN_COLL_MOD_MAX_BYTES ||
-        w.nseg != nseg_of(w.bytes) || w.seg >= w.nseg)
+    if (!wire_ok(m, &w, len - sizeof(w)))
         return;
     const uint8_t *mask = (const uint8_t *)msg + sizeof(w);
     const char *data = (const char *)mask + w.mask_len;
-    if (len - sizeof(w) < w.mask_len || len - sizeof(w) - w.mask_len != w.dlen ||
-        (w.dlen && w.dlen != seg_len(w.bytes, w.seg)))
-        return; /* malformed: a daemon of this job never sends it */
     int sw = st_of(m)->self.level > 0;
     if (w.kind == UP && sw) {
         switch_up(m, from, &w, mask, data);

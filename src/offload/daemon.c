@@ -592,13 +592,8 @@ static void report_cpu(void)
     getrusage(RUSAGE_CHILDREN, &kids);
     double user, sys, all = kn_rusage_ms(&self, &user, &sys);
     char who[32];
-    if (!kn_dmn.g.is_switch)
-        snprintf(who, sizeof(who), "agent %d", kn_dmn.g.self);
-    else if (kn_dmn.tree.nswitches == 1)
-        snprintf(who, sizeof(who), "switch");
-    else
-        snprintf(who, sizeof(who), "switch %d", kn_dmn.g.self - kn_dmn.g.nnodes);
-    fprintf(stderr, "knit[%s] stats: cpu %.3f ms (user %.3f, system %.3f), module processes %.3f ms\n", who, all,
+    fprintf(stderr, "knit[%s] stats: cpu %.3f ms (user %.3f, system %.3f), module processes %.3f ms\n",
+            kn_d_name(who, sizeof(who)), all,
             user, sys, kn_rusage_ms(&kids, NULL, NULL));
 }
 
@@ -752,10 +747,8 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
     }
     if (is_switch)
         kn_dmn.g.self = kn_dmn.g.nnodes + sw;
-    if (!is_switch)
-        kn_log_set_prefix("agent %d", kn_dmn.g.self);
-    else if (nsw > 1)
-        kn_log_set_prefix("switch %d", sw);
+    char name[32];
+    kn_log_set_prefix("%s", kn_d_name(name, sizeof(name)));
     kn_dmn.node_first = calloc((size_t)kn_dmn.g.nnodes + 1, sizeof(int));
     if (!kn_dmn.node_first)
         return KNIT_ERR_NOMEM;

@@ -19,6 +19,11 @@
 
 #define KN_INST_TAB 256
 
+/* A module handler out this many budgets on the wall (KNIT_MODULE_BUDGET
+ * counts processor time) is stopped, running or not: it sleeps or waits
+ * (both isolations: inst.c, sandbox.c). */
+#define KN_D_WAIT_BUDGETS 10
+
 /* Isolation of module instances (KNIT_MODULE_ISOLATION). */
 enum { KN_ISO_PROCESS = 0, KN_ISO_INPROCESS = 1 };
 
@@ -159,6 +164,9 @@ void kn_d_inst_gone(uint32_t id);
 /* inst.c: protection of in-process instances */
 int kn_d_protection_init(void);
 void kn_d_budget_timer(int on);
+/* This daemon: "agent 3", "switch" (the only one), "switch 2"; self_name
+ * puts "the" before a lone switch ("... at the switch"). */
+const char *kn_d_name(char *buf, size_t len);
 const char *kn_d_self_name(char *buf, size_t len);
 const char *kn_d_sig_text(int sig, void *addr, char *buf, size_t len);
 

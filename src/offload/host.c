@@ -113,12 +113,11 @@ static int h_route(kn_hmod_t *hm, hmsg_t *x)
     knit_mod_route_t r;
     memset(&r, 0, sizeof(r));
     r.size = sizeof(r);
+    kn_tree_t t;
+    kn_tree_init(&t, H(m)->geo.nnodes, H(m)->geo.fanin);
     if (hm->desc->on_header(m, x->from, x->data, x->hlen, x->len - x->hlen, &r) != KNIT_MOD_OK ||
-        r.ndest < 0 || r.ndest > KNIT_MOD_ROUTE_MAX)
-        return 0;
-    for (int i = 0; i < r.ndest; i++)
-        if (index_of(hm, r.dest[i]) < 0 || index_of(hm, r.dest[i]) == x->to)
-            return 0; /* dropped, as a daemon drops it */
+        !kn_tree_route_ok(&t, H(m)->geo.self, &r))
+        return 0; /* dropped, as a daemon drops it */
     for (int i = 0; i < r.ndest; i++)
         h_send_hdr(m, r.dest[i], x->data, x->hlen, x->data + x->hlen, x->len - x->hlen);
     return r.take;

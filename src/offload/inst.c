@@ -88,10 +88,9 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
  * budget/4 on the wall and looks at the thread's processor time: a call
  * that the ticks find still running after it used 3/4 of the budget since
  * the first tick saw it (so between 3/4 of the budget and the budget and
- * a quarter) is stopped, and so is one that 4 * KN_WAIT_BUDGETS ticks
+ * a quarter) is stopped, and so is one that 4 * KN_D_WAIT_BUDGETS ticks
  * found (it waits instead of running).  A daemon that the machine did not
  * run stops nothing. */
-#define KN_WAIT_BUDGETS 10
 
 static uint64_t thread_cpu(void)
 {
@@ -113,7 +112,7 @@ static void alarm_handler(int sig, siginfo_t *si, void *uc)
         P.ticks = 1;
         return;
     }
-    if (thread_cpu() - P.seen_cpu < kn_dmn.budget / 4 * 3 && ++P.ticks < 4 * KN_WAIT_BUDGETS)
+    if (thread_cpu() - P.seen_cpu < kn_dmn.budget / 4 * 3 && ++P.ticks < 4 * KN_D_WAIT_BUDGETS)
         return;
     if (P.in_service) {
         P.budget_hit = 1; /* jump when the service returns */
@@ -235,14 +234,22 @@ const char *kn_d_sig_text(int sig, void *addr, char *buf, size_t len)
     return buf;
 }
 
+const char *kn_d_name(char *buf, size_t len)
+{
+    if (!kn_dmn.g.is_switch)
+        snprintf(buf, len, "agent %d", kn_dmn.g.self);
+    else if (kn_dmn.tree.nswitches == 1)
+        snprintf(buf, len, "switch");
+    else
+        snprintf(buf, len, "switch %d", kn_dmn.g.self - kn_dmn.g.nnodes);
+    return buf;
+}
+
 const char *kn_d_self_name(char *buf, size_t len)
 {
-    if (kn_dmn.g.is_switch && kn_dmn.tree.nswitches == 1)
-        snprintf(buf, len, "the switch");
-    else if (kn_dmn.g.is_switch)
-        snprintf(buf, len, "switch %d", kn_dmn.g.self - kn_dmn.g.nnodes);
-    else
-        snprintf(buf, len, "agent %d", kn_dmn.g.self);
+    char name[32];
+    kn_d_name(name, sizeof(name));
+    snprintf(buf, len, "%s%s", strcmp(name, "switch") ? "" : "the ", name);
     return buf;
 }
 
@@ -880,13 +887,8 @@ int kn_d_inst_header(kn_inst_t *in, int32_t from, const void *hdr, uint64_t hlen
         return 1;
     }
     *st = c.status;
-    if (c.status == KNIT_OK && (route->ndest < 0 || route->ndest > KNIT_MOD_ROUTE_MAX))
+    if (c.status == KNIT_OK && !kn_tree_route_ok(&kn_dmn.tree, kn_tree_addr(&kn_dmn.tree, kn_dmn.g.self), route))
         *st = KNIT_ERR_RANGE;
-    for (int i = 0; *st == KNIT_OK && i < route->ndest; i++) {
-        int id = kn_tree_id(&kn_dmn.tree, route->dest[i]);
-        if (id < 0 || id == kn_dmn.g.self)
-            *st = KNIT_ERR_RANGE;
-    }
     if (*st == KNIT_ERR_RANGE)
         kn_warn("module %s: on_header routed a message to %d instances, one of them not another instance of the "
                 "job: dropped", in->name, route->ndest);

@@ -60,9 +60,6 @@ extern char **environ;
 /* Calls in flight to one host at most (the rest wait in the backlog). */
 #define KINDS 1024
 
-/* A handler out this many budgets on the wall is stopped, running or not. */
-#define KN_SBX_WAIT_BUDGETS 10
-
 enum { S_LOADING, S_RUNNING, S_STOPPING };
 
 typedef struct pend {
@@ -645,7 +642,7 @@ static uint64_t host_cpu(kn_sbx_t *s, uint64_t now)
  * since, or its own word of a handler running unchanged), so that a
  * machine too busy to run it, or a paused virtual machine, kills no
  * module; a handler that waits instead of running (it sleeps, or waits
- * for a futex) is stopped when it has been out for KN_SBX_WAIT_BUDGETS
+ * for a futex) is stopped when it has been out for KN_D_WAIT_BUDGETS
  * budgets on the wall.  The host's words and its clock are looked at
  * every eighth of a budget (a system call), so the processor time is
  * counted from the first look that saw the call: a handler is never
@@ -686,7 +683,7 @@ static int check_time(kn_sbx_t *s, uint64_t now)
         s->busy_cpu = cpu;
     }
     int out = s->posted > s->done, running = busy != 0;
-    uint64_t wait = KN_SBX_WAIT_BUDGETS * kn_dmn.budget;
+    uint64_t wait = KN_D_WAIT_BUDGETS * kn_dmn.budget;
     if ((out && cpu - s->cpu > kn_dmn.budget) || (running && cpu - s->busy_cpu > kn_dmn.budget)) {
         snprintf(why, sizeof(why), "time budget exceeded (KNIT_MODULE_BUDGET=%.0f ms of processor time)",
                  (double)kn_dmn.budget / 1e6);
@@ -695,7 +692,7 @@ static int check_time(kn_sbx_t *s, uint64_t now)
     }
     if ((out && now - s->clock > wait) || (running && now - s->busy_wall > wait)) {
         snprintf(why, sizeof(why), "time budget exceeded (out for %.0f ms, %d times KNIT_MODULE_BUDGET)",
-                 (double)wait / 1e6, KN_SBX_WAIT_BUDGETS);
+                 (double)wait / 1e6, KN_D_WAIT_BUDGETS);
         kill_host(s, why);
         return 1;
     }

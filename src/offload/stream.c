@@ -66,7 +66,7 @@ static int route(kn_inst_t *in, int32_t from, const kn_wire_t *w, const char *hd
     return r.ndest;
 }
 
-/* An empty copy of message w (total bytes) for daemon dest, from here. */
+/* An empty copy of message w (its total bytes), sent on from here. */
 static outmsg_t *copy_for(const kn_wire_t *w)
 {
     outmsg_t *o = malloc(sizeof(*o) + w->total);

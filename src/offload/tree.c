@@ -92,6 +92,16 @@ int32_t kn_tree_place(const kn_tree_t *t, int32_t addr, knit_mod_place_t *p)
     return KNIT_MOD_OK;
 }
 
+int kn_tree_route_ok(const kn_tree_t *t, int32_t self, const knit_mod_route_t *r)
+{
+    if (r->ndest < 0 || r->ndest > KNIT_MOD_ROUTE_MAX)
+        return 0;
+    for (int i = 0; i < r->ndest; i++)
+        if (kn_tree_id(t, r->dest[i]) < 0 || r->dest[i] == self)
+            return 0;
+    return 1;
+}
+
 int kn_tree_switch_node(const kn_tree_t *t, int s)
 {
     knit_mod_place_t p;

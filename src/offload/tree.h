@@ -31,6 +31,9 @@ int32_t kn_tree_place(const kn_tree_t *t, int32_t addr, knit_mod_place_t *p);
 /* Daemon ids <-> module addresses (-1 / KNIT_MOD_NONE: none such). */
 int kn_tree_id(const kn_tree_t *t, int32_t addr);
 int32_t kn_tree_addr(const kn_tree_t *t, int id);
+/* Whether an on_header route names only instances of the tree other than
+ * self (and no more than KNIT_MOD_ROUTE_MAX): 1 yes, 0 no. */
+int kn_tree_route_ok(const kn_tree_t *t, int32_t self, const knit_mod_route_t *r);
 /* Where switch s runs: the first node below it. */
 int kn_tree_switch_node(const kn_tree_t *t, int s);
 
