@@ -77,6 +77,11 @@ knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **ctx);
  */
 knit_status_t knit_init_quiet(int *argc, char ***argv, char *why, size_t len, knit_ctx_t **ctx);
 
+/* The process's context (one per process): NULL before knit_init (or
+ * MPI_Init) succeeded and after knit_finalize.  For libraries that start
+ * after another layer did (ARMCI over MPI). */
+knit_ctx_t *knit_ctx_current(void);
+
 /* Leave the job: waits until every rank has called it, frees everything. */
 knit_status_t knit_finalize(knit_ctx_t *ctx);
 

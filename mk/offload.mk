@@ -47,9 +47,17 @@ $(BUILD)/modules/builtin/coll.so: modules/builtin/coll.c src/coll/op.c src/coll/
 	$(Q)$(CC) -Iinclude -Isrc -D_GNU_SOURCE $(MODULE_CFLAGS) -fvisibility=hidden -s -shared -o $@ \
 	    modules/builtin/coll.c src/coll/op.c
 
-$(BUILD)/gen/builtin_mods.c: $(BUILD)/modules/builtin/coll.so scripts/embed.sh
+# rma: the agents' side of one-sided transfers (src/rma), with the same
+# reduction kernels for accumulates
+$(BUILD)/modules/builtin/rma.so: modules/builtin/rma.c src/coll/op.c src/coll/coll_mod.h src/coll/coll.h \
+                                 src/rma/rma_mod.h include/knit/module.h include/knit/rma.h
 	@mkdir -p $(@D)
-	$(Q)bash scripts/embed.sh $@ coll $<
+	$(Q)$(CC) -Iinclude -Isrc -D_GNU_SOURCE $(MODULE_CFLAGS) -fvisibility=hidden -s -shared -o $@ \
+	    modules/builtin/rma.c src/coll/op.c
+
+$(BUILD)/gen/builtin_mods.c: $(BUILD)/modules/builtin/coll.so $(BUILD)/modules/builtin/rma.so scripts/embed.sh
+	@mkdir -p $(@D)
+	$(Q)bash scripts/embed.sh $@ coll $(BUILD)/modules/builtin/coll.so rma $(BUILD)/modules/builtin/rma.so
 
 $(BUILD)/obj/gen/builtin_mods.o: $(BUILD)/gen/builtin_mods.c
 	@mkdir -p $(@D)

@@ -13,6 +13,7 @@
 #include "core/nodeshm.h"
 #include "p2p/p2p.h"
 #include "p2p/self.h"
+#include "rma/rma.h"
 #include "net/net.h"
 #include "offload/offload.h"
 #include "shm/shm.h"
@@ -400,6 +401,11 @@ static knit_status_t init(int *argc, char ***argv, knit_ctx_t **out, int keep_bo
     if (st != KNIT_OK)
         goto err_boot;
     (void)kn_coll_offload_start(ctx); /* KNIT_COLL_OFFLOAD=on: the agents' collectives */
+    kn_rma_params_t rp = {.ctx = ctx, .p2p = ctx->p2p, .net = ctx->net_tl, .rank = ctx->rank, .node = ctx->node,
+                          .agents = op.agent};
+    st = kn_rma_open(&rp); /* collective: loads its module where there are agents */
+    if (st != KNIT_OK)
+        goto err_boot;
     the_ctx = ctx;
     *out = ctx;
     return KNIT_OK;
@@ -416,6 +422,11 @@ err:
     free(ctx->node_first);
     free(ctx);
     return st;
+}
+
+knit_ctx_t *knit_ctx_current(void)
+{
+    return the_ctx;
 }
 
 knit_status_t knit_init(int *argc, char ***argv, knit_ctx_t **out)
@@ -473,6 +484,7 @@ knit_status_t knit_finalize(knit_ctx_t *ctx)
         return KNIT_ERR_STATE;
     if (kn_cfg.stats)
         report_bus(ctx);
+    kn_rma_close();
     kn_off_close(); /* the agent forgets this rank's modules and buffers */
     if (ctx->net_tl)
         kn_net_quiesce(ctx->net_tl); /* what we sent leaves before we stop progressing */

@@ -1160,6 +1160,11 @@ void kn_p2p_wake(struct kn_p2p *p2p, int peer)
     tl->ops->wake(tl, peer);
 }
 
+kn_tl_t *kn_p2p_tl(struct kn_p2p *p2p, int peer)
+{
+    return kn_p2p_tl_of(p2p, peer);
+}
+
 int kn_p2p_can_get(struct kn_p2p *p2p, int peer)
 {
     kn_tl_t *tl = kn_p2p_tl_of(p2p, peer);

@@ -61,6 +61,9 @@ void kn_p2p_wake(kn_p2p_t *p2p, int peer);
  * done on return (KNIT_ERR_FAULT: local is not writable;
  * KNIT_ERR_PEER_FAULT: the peer's memory is not readable). */
 int kn_p2p_can_get(kn_p2p_t *p2p, int peer);
+/* The transport that reaches peer (one-sided layers drive its bulk
+ * copies themselves). */
+kn_tl_t *kn_p2p_tl(kn_p2p_t *p2p, int peer);
 knit_status_t kn_p2p_get(kn_p2p_t *p2p, int peer, void *local, size_t len, uint64_t raddr);
 
 /* The thresholds in force (after clamping to what the transports allow). */

@@ -64,6 +64,63 @@ static knit_status_t cma_raw(shm_tl_t *s, unsigned li, void *local, size_t len, 
     return KNIT_OK;
 }
 
+knit_status_t kn_shm_rwv(kn_tl_t *tl, int peer, int write, const struct iovec *local, int nl,
+                        const struct iovec *remote, int nr)
+{
+    shm_tl_t *s = shm_of(tl);
+    unsigned li = local_index(s, peer);
+    if (!s->rma_ok[li])
+        return KNIT_ERR_NOT_SUPPORTED;
+    pid_t pid = peer_pid(s, li);
+    size_t total = 0;
+    for (int i = 0; i < nl; i++)
+        total += local[i].iov_len;
+    /* the kernel may stop short (a page not there): go on from where it did */
+    struct iovec lbuf[KN_SHM_RWV_MAX], rbuf[KN_SHM_RWV_MAX];
+    const struct iovec *l = local, *r = remote;
+    size_t done = 0;
+    while (done < total) {
+        ssize_t n = write ? process_vm_writev(pid, l, (unsigned long)nl, r, (unsigned long)nr, 0)
+                          : process_vm_readv(pid, l, (unsigned long)nl, r, (unsigned long)nr, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n < 0 && errno == EFAULT)
+                return KNIT_ERR_FAULT;
+            if (n < 0 && errno == EINVAL)
+                return KNIT_ERR_INVAL;
+            kn_error("%s rank %d (pid %d), %zu bytes: %m", write ? "process_vm_writev to" : "process_vm_readv from",
+                     peer, (int)pid, total - done);
+            return n < 0 && errno == ESRCH ? KNIT_ERR_PEER : KNIT_ERR_IO;
+        }
+        done += (size_t)n;
+        if (done == total)
+            break;
+        if (nl > KN_SHM_RWV_MAX || nr > KN_SHM_RWV_MAX)
+            return KNIT_ERR_INVAL;
+        /* drop what moved from the front of both sides */
+        size_t skip = (size_t)n;
+        int k = 0;
+        while (skip >= l[k].iov_len)
+            skip -= l[k++].iov_len;
+        memmove(lbuf, l + k, (size_t)(nl - k) * sizeof(*l));
+        nl -= k;
+        lbuf[0].iov_base = (char *)lbuf[0].iov_base + skip;
+        lbuf[0].iov_len -= skip;
+        skip = (size_t)n;
+        k = 0;
+        while (skip >= r[k].iov_len)
+            skip -= r[k++].iov_len;
+        memmove(rbuf, r + k, (size_t)(nr - k) * sizeof(*r));
+        nr -= k;
+        rbuf[0].iov_base = (char *)rbuf[0].iov_base + skip;
+        rbuf[0].iov_len -= skip;
+        l = lbuf;
+        r = rbuf;
+    }
+    return KNIT_OK;
+}
+
 /* Help the peers whose bits are in our help map: take chunks of their
  * published copies from the back.  Returns chunks copied. */
 int kn_shm_coop_help(shm_tl_t *s)

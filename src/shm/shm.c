@@ -898,6 +898,7 @@ static const kn_tl_ops_t shm_ops = {
     .caps = shm_caps,
     .get = kn_shm_get,
     .put = kn_shm_put,
+    .rwv = kn_shm_rwv,
     .arm = shm_arm,
     .disarm = shm_disarm,
     .wake = shm_wake,

@@ -237,6 +237,10 @@ void kn_shm_ring(shm_tl_t *s, unsigned li);
  * once its helper is done (1), whether it is */
 knit_status_t kn_shm_get(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr, uint64_t rkey,
                          kn_tl_comp_t *comp);
+/* the vectored copy (tl.h rwv): at most KN_SHM_RWV_MAX pieces a side */
+#define KN_SHM_RWV_MAX 1024
+knit_status_t kn_shm_rwv(kn_tl_t *tl, int peer, int write, const struct iovec *local, int nl,
+                        const struct iovec *remote, int nr);
 knit_status_t kn_shm_put(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr, uint64_t rkey,
                          kn_tl_comp_t *comp);
 int kn_shm_coop_help(shm_tl_t *s);

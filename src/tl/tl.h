@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "knit.h"
 
@@ -122,6 +123,13 @@ typedef struct kn_tl_ops {
                          uint64_t rkey, kn_tl_comp_t *comp);
     knit_status_t (*put)(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
                          uint64_t rkey, kn_tl_comp_t *comp);
+    /* Vectored copies with a peer whose memory this process reaches
+     * itself (same node), done on return: the nl local pieces and the nr
+     * remote ones (addresses in the peer) hold the same bytes, matched
+     * in order.  KNIT_ERR_FAULT: a piece is not accessible (either side);
+     * KNIT_ERR_NOT_SUPPORTED: not to this peer.  NULL: not offered. */
+    knit_status_t (*rwv)(kn_tl_t *tl, int peer, int write, const struct iovec *local, int nl,
+                         const struct iovec *remote, int nr);
     /* Make [buf, buf+len) reachable by peers' get/put; *rkey goes to the
      * peer, *memh back to mem_dereg.  NULL ops: no registration needed
      * (rkey 0). */

@@ -1,0 +1,499 @@
+/*
+ * rma: one-sided transfers carried by the node agents (issue 24,
+ * docs/rma.md): the agent method of put, get and accumulate, and every
+ * accumulate and atomic.  Built into libknit (scripts/embed.sh), loaded
+ * into every agent at knit_init when there are agents.
+ *
+ * The path of a put (origin rank o on node A, target rank t on node B):
+ *   rank -> agent A   a request: kn_rma_mreq_t (a strided descriptor per
+ *                     side, or a list of segments)
+ *   agent A           walks the descriptors, reads o's blocks (read_rank)
+ *                     into chunks of KN_RMA_MOD_CHUNK bytes and sends each
+ *                     to agent B with the target pieces it covers;
+ *                     KN_RMA_MOD_WINDOW chunks in flight
+ *   agent B           writes the pieces into t (write_rank) and acks
+ *   agent A           completes the request after the last ack: the
+ *                     data is in place, and t made no call for it.
+ * A get sends the target pieces (GETREQ), B reads and answers with the
+ * data (GETDATA), A writes it into o.  An accumulate is a put whose
+ * pieces B combines with what t has (read, op, write); an atomic is one
+ * RMW message.  B does them one at a time, so accumulates and atomics to
+ * a node are atomic with respect to each other.  A == B goes through the
+ * same messages (send to oneself).
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "knit.h"
+#include "knit/module.h"
+#include "knit/rma.h"
+#include "coll/coll_mod.h"
+#include "rma/rma_mod.h"
+
+static const knit_mod_services_t *K;
+
+typedef struct slot {
+    uint32_t chunk;
+    uint32_t used;
+    uint64_t bytes;
+    kn_rma_cur_t lcur;         /* GET: where the chunk's data goes at the origin */
+} slot_t;
+
+typedef struct op {
+    struct op *next;
+    uint64_t token, id;
+    int32_t origin;        /* the requesting rank */
+    int32_t status;
+    kn_rma_mreq_t r;
+    kn_rma_seg_t *segs;    /* LIST */
+    uint64_t sent;         /* bytes handed to chunks */
+    uint32_t nchunk, inflight;
+    kn_rma_cur_t lcur, rcur;
+    slot_t slot[KN_RMA_MOD_WINDOW];
+} op_t;
+
+typedef struct state {
+    op_t *ops;
+    uint64_t next_id;
+} state_t;
+
+static state_t *S(knit_mod_ctx_t *m)
+{
+    return K->state(m);
+}
+
+/* ------------------------------------------------------------ cursors */
+
+static void cur_start(const op_t *o, kn_rma_cur_t *c, int remote)
+{
+    if (o->r.form == KN_RMA_F_STRIDED)
+        kn_rma_cur_strided(c, remote ? &o->r.rdesc : &o->r.ldesc, remote ? o->r.raddr : o->r.laddr);
+    else
+        kn_rma_cur_list(c, o->segs, o->r.nseg, remote);
+}
+
+/* ------------------------------------------------------------ origin side */
+
+static op_t *find_op(knit_mod_ctx_t *m, uint64_t id, op_t ***link)
+{
+    op_t **pp = &S(m)->ops;
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->id == id) {
+            if (link)
+                *link = pp;
+            return *pp;
+        }
+    return NULL;
+}
+
+static void op_end(knit_mod_ctx_t *m, op_t *o, const void *result, uint64_t rlen)
+{
+    op_t **pp;
+    if (find_op(m, o->id, &pp))
+        *pp = o->next;
+    K->complete(m, o->token, o->status, o->status == KNIT_MOD_OK ? result : NULL,
+                o->status == KNIT_MOD_OK ? rlen : 0);
+    K->free(m, o->segs);
+    K->free(m, o);
+}
+
+static slot_t *slot_of(op_t *o, uint32_t chunk)
+{
+    for (unsigned i = 0; i < KN_RMA_MOD_WINDOW; i++)
+        if (o->slot[i].used && o->slot[i].chunk == chunk)
+            return &o->slot[i];
+    return NULL;
+}
+
+static slot_t *slot_free(op_t *o)
+{
+    for (unsigned i = 0; i < KN_RMA_MOD_WINDOW; i++)
+        if (!o->slot[i].used)
+            return &o->slot[i];
+    return NULL;
+}
+
+/* Read `len` bytes of the origin at addr into dst, coalescing runs: a
+ * pending run is flushed when the next piece does not continue it. */
+typedef struct run {
+    uint64_t addr, len;
+    char *dst;
+} run_t;
+
+static int32_t run_flush(knit_mod_ctx_t *m, int32_t rank, run_t *r, int write)
+{
+    int32_t st = KNIT_MOD_OK;
+    if (r->len)
+        st = write ? K->write_rank(m, rank, r->addr, r->dst, r->len) : K->read_rank(m, rank, r->dst, r->addr, r->len);
+    r->len = 0;
+    return st;
+}
+
+static int32_t run_add(knit_mod_ctx_t *m, int32_t rank, run_t *r, uint64_t addr, char *buf, uint64_t len, int write)
+{
+    if (r->len && r->addr + r->len == addr && r->dst + r->len == buf) {
+        r->len += len;
+        return KNIT_MOD_OK;
+    }
+    int32_t st = run_flush(m, rank, r, write);
+    r->addr = addr;
+    r->dst = buf;
+    r->len = len;
+    return st;
+}
+
+/* Build and send the next chunk of a put, accumulate or get. */
+static int32_t send_chunk(knit_mod_ctx_t *m, op_t *o)
+{
+    slot_t *sl = slot_free(o);
+    uint64_t left = o->r.total - o->sent;
+    uint64_t cap = left < KN_RMA_MOD_CHUNK ? left : KN_RMA_MOD_CHUNK;
+    int get = o->r.kind == KN_RMA_K_GET;
+    uint64_t maxp = cap < KN_RMA_MOD_MAX_PIECES ? cap : KN_RMA_MOD_MAX_PIECES;
+    uint64_t size = sizeof(kn_rma_msg_hdr_t) + maxp * sizeof(kn_rma_piece_t) + (get ? 0 : cap);
+    char *buf = K->alloc(m, size);
+    if (!buf)
+        return KNIT_MOD_ERR_NOMEM;
+    kn_rma_msg_hdr_t *h = (kn_rma_msg_hdr_t *)buf;
+    kn_rma_piece_t *pc = (kn_rma_piece_t *)(h + 1);
+    char *data = (char *)(pc + maxp);
+    sl->lcur = o->lcur;
+    uint64_t bytes = 0;
+    uint32_t np = 0;
+    run_t run = {0};
+    int32_t st = KNIT_MOD_OK;
+    while (bytes < cap && st == KNIT_MOD_OK) {
+        /* both sides step alike (same counts): take the local piece, then
+         * the same bytes of the remote side */
+        kn_rma_cur_t lsave = o->lcur, rsave = o->rcur;
+        uint64_t la = 0, ra = 0;
+        uint64_t n = kn_rma_cur_next(&o->lcur, cap - bytes, &la);
+        if (!n)
+            break;
+        uint64_t rn = kn_rma_cur_next(&o->rcur, n, &ra);
+        if (rn < n) { /* the remote piece is shorter: give the local bytes back */
+            o->lcur = lsave;
+            n = kn_rma_cur_next(&o->lcur, rn, &la);
+        }
+        if (np && pc[np - 1].raddr + pc[np - 1].len == ra) {
+            pc[np - 1].len += n;
+        } else if (np == maxp) {
+            o->lcur = lsave; /* no room for another piece: the rest goes in the next chunk */
+            o->rcur = rsave;
+            break;
+        } else {
+            pc[np].raddr = ra;
+            pc[np].len = n;
+            np++;
+        }
+        if (!get)
+            st = run_add(m, o->origin, &run, la, data + bytes, n, 0);
+        bytes += n;
+    }
+    if (st == KNIT_MOD_OK && !get)
+        st = run_flush(m, o->origin, &run, 0);
+    if (st != KNIT_MOD_OK) {
+        K->free(m, buf);
+        return st;
+    }
+    h->version = KN_RMA_MOD_VERSION;
+    h->type = get ? KN_RMA_M_GETREQ : KN_RMA_M_PUT;
+    h->kind = o->r.kind;
+    h->id = o->id;
+    h->chunk = o->nchunk;
+    h->target = o->r.target;
+    h->npieces = np;
+    h->dtype = o->r.dtype;
+    h->op = o->r.op;
+    h->has_scale = o->r.has_scale;
+    memcpy(h->scale, o->r.scale, sizeof(h->scale));
+    h->bytes = bytes;
+    uint64_t plen = (uint64_t)np * sizeof(kn_rma_piece_t);
+    if (!get && np < maxp) /* close the gap between the pieces and the data */
+        memmove(pc + np, data, bytes);
+    st = K->send(m, o->r.target_node, buf, sizeof(*h) + plen + (get ? 0 : bytes));
+    K->free(m, buf);
+    if (st != KNIT_MOD_OK)
+        return st;
+    sl->used = 1;
+    sl->chunk = o->nchunk++;
+    sl->bytes = bytes;
+    o->sent += bytes;
+    o->inflight++;
+    return KNIT_MOD_OK;
+}
+
+/* Keep the window full; complete the request once everything is back. */
+static void pump(knit_mod_ctx_t *m, op_t *o)
+{
+    while (o->status == KNIT_MOD_OK && o->sent < o->r.total && o->inflight < KN_RMA_MOD_WINDOW) {
+        int32_t st = send_chunk(m, o);
+        if (st != KNIT_MOD_OK) {
+            K->log(m, KNIT_MOD_LOG_ERROR, "rank %d: %s to rank %d: %s at byte %llu", o->origin,
+                   o->r.kind == KN_RMA_K_GET ? "get" : o->r.kind == KN_RMA_K_ACC ? "accumulate" : "put",
+                   o->r.target, st == KNIT_MOD_ERR_RANGE ? "the origin's buffer is not accessible" : "failed",
+                   (unsigned long long)o->sent);
+            o->status = st;
+        }
+    }
+    if (!o->inflight && (o->status != KNIT_MOD_OK || o->sent == o->r.total))
+        op_end(m, o, NULL, 0);
+}
+
+static int desc_ok(const kn_rma_desc_t *d)
+{
+    if (d->levels > KN_RMA_MOD_LEVELS)
+        return 0;
+    for (uint32_t i = 0; i <= d->levels; i++)
+        if (d->count[i] < 0)
+            return 0;
+    return 1;
+}
+
+static void rma_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const void *args)
+{
+    const knit_mod_geometry_t *g = K->geometry(m);
+    kn_rma_mreq_t r;
+    if (req->len < sizeof(r)) {
+        K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
+        return;
+    }
+    memcpy(&r, args, sizeof(r));
+    uint64_t seglen = r.form == KN_RMA_F_LIST ? r.nseg * sizeof(kn_rma_seg_t) : 0;
+    if (r.version != KN_RMA_MOD_VERSION || !r.kind || r.kind >= KN_RMA_K_MAX || r.target < 0 ||
+        r.target >= g->nranks || r.target_node < 0 || r.target_node >= g->nnodes ||
+        (r.form != KN_RMA_F_STRIDED && r.form != KN_RMA_F_LIST) ||
+        (r.form == KN_RMA_F_LIST && r.nseg > (req->len - sizeof(r)) / sizeof(kn_rma_seg_t)) ||
+        req->len != sizeof(r) + seglen || !desc_ok(&r.ldesc) || !desc_ok(&r.rdesc)) {
+        K->log(m, KNIT_MOD_LOG_ERROR, "rank %d: a malformed request (version %u, kind %u, %llu bytes)", req->rank,
+               r.version, r.kind, (unsigned long long)req->len);
+        K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
+        return;
+    }
+    op_t *o = K->alloc(m, sizeof(*o));
+    if (!o || (seglen && !(o->segs = K->alloc(m, seglen)))) {
+        K->free(m, o);
+        K->complete(m, req->token, KNIT_MOD_ERR_NOMEM, NULL, 0);
+        return;
+    }
+    o->r = r;
+    if (seglen)
+        memcpy(o->segs, (const char *)args + sizeof(r), seglen);
+    o->token = req->token;
+    o->id = ++S(m)->next_id;
+    o->origin = req->rank;
+    o->next = S(m)->ops;
+    S(m)->ops = o;
+    if (r.kind == KN_RMA_K_RMW) {
+        kn_rma_msg_hdr_t h = {.version = KN_RMA_MOD_VERSION, .type = KN_RMA_M_RMW, .kind = KN_RMA_K_RMW,
+                              .id = o->id, .target = r.target, .dtype = r.dtype, .op = r.op, .raddr = r.raddr,
+                              .operand = r.operand, .compare = r.compare};
+        o->status = K->send(m, r.target_node, &h, sizeof(h));
+        if (o->status != KNIT_MOD_OK)
+            op_end(m, o, NULL, 0);
+        else
+            o->inflight = 1;
+        return;
+    }
+    cur_start(o, &o->lcur, 0);
+    cur_start(o, &o->rcur, 1);
+    pump(m, o);
+}
+
+/* ------------------------------------------------------------ target side */
+
+static int local(knit_mod_ctx_t *m, int32_t rank)
+{
+    const knit_mod_geometry_t *g = K->geometry(m);
+    return rank >= g->first_local && rank < g->first_local + g->local_size;
+}
+
+/* One accumulate piece: t[raddr..] = src op (scale * t[...]) */
+static int32_t acc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len)
+{
+    if (h->op == KNIT_OP_REPLACE)
+        return K->write_rank(m, h->target, raddr, src, len);
+    size_t es = kn_coll_mod_esize(h->dtype);
+    char *tmp = K->alloc(m, 2 * len);
+    if (!tmp)
+        return KNIT_MOD_ERR_NOMEM;
+    char *in = tmp + len;
+    memcpy(in, src, len);
+    if (h->has_scale)
+        kn_rma_scale(in, len / es, h->dtype, h->scale);
+    int32_t st = K->read_rank(m, h->target, tmp, raddr, len);
+    if (st == KNIT_MOD_OK && kn_coll_mod_reduce(in, tmp, len / es, h->dtype, h->op) != 0)
+        st = KNIT_MOD_ERR_INVAL;
+    if (st == KNIT_MOD_OK)
+        st = K->write_rank(m, h->target, raddr, tmp, len);
+    K->free(m, tmp);
+    return st;
+}
+
+static void reply(knit_mod_ctx_t *m, int32_t to, const kn_rma_msg_hdr_t *h, int type, int32_t status,
+                  const void *data, uint64_t len)
+{
+    kn_rma_msg_hdr_t a = *h;
+    a.type = (uint8_t)type;
+    a.status = status;
+    a.npieces = 0;
+    a.bytes = len;
+    if (len) {
+        char *buf = K->alloc(m, sizeof(a) + len);
+        if (buf) {
+            memcpy(buf, &a, sizeof(a));
+            memcpy(buf + sizeof(a), data, len);
+            K->send(m, to, buf, sizeof(a) + len);
+            K->free(m, buf);
+            return;
+        }
+        a.status = KNIT_MOD_ERR_NOMEM;
+        a.bytes = 0;
+    }
+    K->send(m, to, &a, sizeof(a));
+}
+
+static int32_t rmw(knit_mod_ctx_t *m, kn_rma_msg_hdr_t *h)
+{
+    size_t es = kn_coll_mod_esize(h->dtype);
+    if (es != 4 && es != 8)
+        return KNIT_MOD_ERR_INVAL;
+    uint64_t old = 0, nv;
+    int32_t st = K->read_rank(m, h->target, &old, h->raddr, es); /* little-endian: the low bytes */
+    if (st != KNIT_MOD_OK)
+        return st;
+    if (es == 4)
+        old = (uint32_t)old;
+    uint64_t cmp = es == 4 ? (uint32_t)h->compare : h->compare;
+    switch (h->op) {
+    case KNIT_RMA_FETCH_ADD: nv = old + h->operand; break; /* two's complement: signed too */
+    case KNIT_RMA_SWAP: nv = h->operand; break;
+    case KNIT_RMA_CAS: nv = old == cmp ? h->operand : old; break;
+    default: return KNIT_MOD_ERR_INVAL;
+    }
+    h->old = old;
+    return nv == old ? KNIT_MOD_OK : K->write_rank(m, h->target, h->raddr, &nv, es);
+}
+
+static void at_target(knit_mod_ctx_t *m, int32_t from, const kn_rma_msg_hdr_t *h, uint64_t len)
+{
+    const kn_rma_piece_t *pc = (const kn_rma_piece_t *)(h + 1);
+    uint64_t plen = (uint64_t)h->npieces * sizeof(*pc);
+    int get = h->type == KN_RMA_M_GETREQ;
+    int32_t st = KNIT_MOD_OK;
+    if (!local(m, h->target) || h->npieces > KN_RMA_MOD_MAX_PIECES || len - sizeof(*h) < plen ||
+        len - sizeof(*h) - plen != (get ? 0 : h->bytes) || h->bytes > KN_RMA_MOD_CHUNK)
+        st = KNIT_MOD_ERR_INVAL;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; i++)
+        sum += pc[i].len;
+    if (st == KNIT_MOD_OK && sum != h->bytes)
+        st = KNIT_MOD_ERR_INVAL;
+    if (st != KNIT_MOD_OK) {
+        K->log(m, KNIT_MOD_LOG_ERROR, "a malformed chunk from agent %d (%llu bytes)", from, (unsigned long long)len);
+        reply(m, from, h, get ? KN_RMA_M_GETDATA : KN_RMA_M_ACK, st, NULL, 0);
+        return;
+    }
+    if (get) {
+        char *data = K->alloc(m, h->bytes + 1);
+        st = data ? KNIT_MOD_OK : KNIT_MOD_ERR_NOMEM;
+        uint64_t off = 0;
+        for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
+            st = K->read_rank(m, h->target, data + off, pc[i].raddr, pc[i].len);
+        reply(m, from, h, KN_RMA_M_GETDATA, st, data, st == KNIT_MOD_OK ? h->bytes : 0);
+        K->free(m, data);
+        return;
+    }
+    const char *data = (const char *)(pc + h->npieces);
+    uint64_t off = 0;
+    for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
+        st = h->kind == KN_RMA_K_ACC ? acc_piece(m, h, pc[i].raddr, data + off, pc[i].len)
+                                     : K->write_rank(m, h->target, pc[i].raddr, data + off, pc[i].len);
+    reply(m, from, h, KN_RMA_M_ACK, st, NULL, 0);
+}
+
+/* ------------------------------------------------------------ replies at the origin */
+
+static void at_origin(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t len)
+{
+    op_t *o = find_op(m, h->id, NULL);
+    if (!o)
+        return; /* not ours (a malformed reply): nothing waits for it */
+    if (h->type == KN_RMA_M_RMWDONE) {
+        o->status = h->status;
+        uint64_t old = h->old;
+        op_end(m, o, &old, sizeof(old));
+        return;
+    }
+    slot_t *sl = slot_of(o, h->chunk);
+    if (!sl)
+        return;
+    int32_t st = h->status;
+    if (h->type == KN_RMA_M_GETDATA && st == KNIT_MOD_OK) {
+        if (len - sizeof(*h) != sl->bytes || h->bytes != sl->bytes) {
+            st = KNIT_MOD_ERR_INVAL;
+        } else { /* write the chunk into the origin, walking its side from the chunk's start */
+            const char *data = (const char *)(h + 1);
+            kn_rma_cur_t c = sl->lcur;
+            run_t run = {0};
+            uint64_t off = 0, la = 0, n;
+            while (st == KNIT_MOD_OK && off < sl->bytes && (n = kn_rma_cur_next(&c, sl->bytes - off, &la)))
+                st = run_add(m, o->origin, &run, la, (char *)data + off, n, 1), off += n;
+            if (st == KNIT_MOD_OK)
+                st = run_flush(m, o->origin, &run, 1);
+        }
+    }
+    if (st != KNIT_MOD_OK && o->status == KNIT_MOD_OK)
+        o->status = st == KNIT_MOD_ERR_RANGE && h->type == KN_RMA_M_GETDATA ? KNIT_MOD_ERR_RANGE : st;
+    sl->used = 0;
+    o->inflight--;
+    pump(m, o);
+}
+
+static void rma_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64_t len)
+{
+    kn_rma_msg_hdr_t h;
+    if (len < sizeof(h))
+        return;
+    memcpy(&h, msg, sizeof(h));
+    if (h.version != KN_RMA_MOD_VERSION)
+        return;
+    switch (h.type) {
+    case KN_RMA_M_PUT:
+    case KN_RMA_M_GETREQ:
+        at_target(m, from, msg, len);
+        break;
+    case KN_RMA_M_RMW: {
+        int32_t st = local(m, h.target) ? rmw(m, &h) : KNIT_MOD_ERR_INVAL;
+        reply(m, from, &h, KN_RMA_M_RMWDONE, st, NULL, 0);
+        break;
+    }
+    case KN_RMA_M_ACK:
+    case KN_RMA_M_GETDATA:
+    case KN_RMA_M_RMWDONE:
+        at_origin(m, msg, len);
+        break;
+    default:
+        break;
+    }
+}
+
+static int32_t rma_init(knit_mod_ctx_t *m, const knit_mod_services_t *svc)
+{
+    K = svc;
+    state_t *s = K->alloc(m, sizeof(state_t));
+    if (!s)
+        return KNIT_MOD_ERR_NOMEM;
+    K->set_state(m, s);
+    return KNIT_MOD_OK;
+}
+
+static const knit_mod_descriptor_t desc = {
+    .abi_version = KNIT_MOD_ABI_VERSION,
+    .size = sizeof(desc),
+    .name = "rma",
+    .init = rma_init,
+    .on_request = rma_request,
+    .on_message = rma_message,
+};
+KNIT_MODULE(desc)

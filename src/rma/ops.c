@@ -1,0 +1,783 @@
+/*
+ * One-sided operations: check the call, describe it (a strided
+ * descriptor per side, or a list of segments), pick the method, and run
+ * it (docs/rma.md):
+ *   direct  within a node (and to oneself) the transport's vectored copy:
+ *           one process_vm_writev/readv moves up to 1024 pieces of each
+ *           side, done on return; between nodes one RDMA per piece
+ *           through the rank's own endpoint (its completions come with
+ *           progress)
+ *   agent   one request to the node agent's `rma` module, which walks
+ *           the descriptors itself; the request completes at the agent
+ *   pack    the rank packs the pieces into a bounce buffer (unpacks
+ *           after a get) and the request's origin side is that buffer
+ * Accumulates and atomics always go to the agents (element-wise atomicity
+ * needs one place that does them); to oneself without agents they are
+ * done here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "offload/offload.h"
+#include "rma/rma.h"
+#include "util/log.h"
+#include "util/mem.h"
+
+/* An operation, described. */
+typedef struct xfer {
+    int kind;                      /* KN_RMA_K_* */
+    kn_rma_desc_t ldesc, rdesc;    /* strided (segs NULL) */
+    uint64_t laddr, raddr;
+    kn_rma_seg_t *segs;            /* list form (malloc'ed) */
+    uint64_t nseg;
+    uint64_t total, nblocks, bsize;
+    knit_rma_acc_t acc;
+    uint32_t aop;                  /* RMW */
+    uint64_t operand, compare;
+} xfer_t;
+
+typedef struct dcomp {
+    kn_tl_comp_t c;
+    knit_rma_req_t *r;
+} dcomp_t;
+
+struct knit_rma_req {
+    kn_list_t wlink, olink;        /* in win->reqs, kn_rma.open (while not done) */
+    knit_win_t *win;
+    int rank;                      /* comm rank of the target */
+    int done;
+    knit_status_t status;
+    knit_mreq_t *mreq;             /* agent, pack */
+    void *args;                    /* its request, read by the agent until done */
+    uint64_t result;               /* RMW: the old value */
+    char *bounce;                  /* pack */
+    xfer_t unpack;                 /* pack get: the local side to unpack into */
+    int unpacking;
+    size_t pending;                /* direct between nodes: copies in flight */
+    dcomp_t *comps;
+};
+
+static void req_free(knit_rma_req_t *r)
+{
+    if (!r)
+        return;
+    free(r->args);
+    free(r->bounce);
+    free(r->unpack.segs);
+    free(r->comps);
+    free(r);
+}
+
+static void cur_local(kn_rma_cur_t *c, const xfer_t *x)
+{
+    if (x->segs)
+        kn_rma_cur_list(c, x->segs, x->nseg, 0);
+    else
+        kn_rma_cur_strided(c, &x->ldesc, x->laddr);
+}
+
+static void cur_remote(kn_rma_cur_t *c, const xfer_t *x)
+{
+    if (x->segs)
+        kn_rma_cur_list(c, x->segs, x->nseg, 1);
+    else
+        kn_rma_cur_strided(c, &x->rdesc, x->raddr);
+}
+
+/* ------------------------------------------------------------ completion */
+
+static void finish(knit_rma_req_t *r, knit_status_t st)
+{
+    if (r->done)
+        return;
+    r->status = st;
+    r->done = 1;
+    kn_list_del(&r->wlink);
+    kn_list_del(&r->olink);
+    kn_rma.nopen--;
+}
+
+/* Pack get: the bounce buffer into the local pieces. */
+static void unpack(knit_rma_req_t *r)
+{
+    kn_rma_cur_t c;
+    cur_local(&c, &r->unpack);
+    uint64_t off = 0, addr = 0, n;
+    while ((n = kn_rma_cur_next(&c, UINT64_MAX, &addr))) {
+        memcpy((void *)(uintptr_t)addr, r->bounce + off, n);
+        off += n;
+    }
+}
+
+/* Has r completed (polling its agent request; no progress)? */
+static int poll_req(knit_rma_req_t *r)
+{
+    if (r->done)
+        return 1;
+    if (r->mreq) {
+        int done = 0;
+        size_t len = 0;
+        knit_status_t st = kn_off_request_try(&r->mreq, &done, &r->result, sizeof(r->result), &len);
+        if (!done)
+            return 0;
+        if (st == KNIT_ERR_RANGE) /* the agent could not reach a buffer */
+            st = KNIT_ERR_FAULT;
+        if (st == KNIT_OK && r->unpacking)
+            unpack(r);
+        finish(r, st);
+        return 1;
+    }
+    if (!r->pending)
+        finish(r, r->status);
+    return r->done;
+}
+
+static int req_cond(void *arg)
+{
+    return poll_req(arg);
+}
+
+static knit_status_t wait_one(knit_rma_req_t *r)
+{
+    if (!poll_req(r))
+        knit_wait_until(kn_rma.ctx, req_cond, r);
+    return r->status;
+}
+
+/* Any one open request done: room for another at the agent. */
+static int any_cond(void *arg)
+{
+    size_t before = *(size_t *)arg;
+    kn_list_t *p, *t;
+    kn_list_for_each_safe(p, t, &kn_rma.open)
+        poll_req(kn_list_entry(p, knit_rma_req_t, olink));
+    return kn_rma.nopen < before;
+}
+
+typedef struct winwait {
+    knit_win_t *w;
+    int rank;
+} winwait_t;
+
+static int win_cond(void *arg)
+{
+    winwait_t *ww = arg;
+    kn_list_t *p, *t;
+    int left = 0;
+    kn_list_for_each_safe(p, t, &ww->w->reqs) {
+        knit_rma_req_t *r = kn_list_entry(p, knit_rma_req_t, wlink);
+        if ((ww->rank < 0 || r->rank == ww->rank) && !poll_req(r))
+            left = 1;
+    }
+    return !left;
+}
+
+knit_status_t kn_rma_wait_win(knit_win_t *w, int rank)
+{
+    winwait_t ww = {w, rank};
+    if (!win_cond(&ww))
+        knit_wait_until(kn_rma.ctx, win_cond, &ww);
+    knit_status_t st = w->error;
+    w->error = KNIT_OK;
+    return st;
+}
+
+knit_status_t knit_rma_test(knit_rma_req_t **req, int *done)
+{
+    if (!req || !*req || !done)
+        return KNIT_ERR_INVAL;
+    knit_rma_req_t *r = *req;
+    if (!poll_req(r)) {
+        knit_progress(kn_rma.ctx);
+        if (!poll_req(r)) {
+            *done = 0;
+            return KNIT_OK;
+        }
+    }
+    *done = 1;
+    knit_status_t st = r->status;
+    req_free(r);
+    *req = NULL;
+    return st;
+}
+
+knit_status_t knit_rma_wait(knit_rma_req_t **req)
+{
+    if (!req || !*req)
+        return KNIT_ERR_INVAL;
+    knit_status_t st = wait_one(*req);
+    req_free(*req);
+    *req = NULL;
+    return st;
+}
+
+knit_status_t knit_rma_waitall(size_t n, knit_rma_req_t **reqs)
+{
+    if (n && !reqs)
+        return KNIT_ERR_INVAL;
+    knit_status_t first = KNIT_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (!reqs[i])
+            continue;
+        knit_status_t st = knit_rma_wait(&reqs[i]);
+        if (first == KNIT_OK)
+            first = st;
+    }
+    return first;
+}
+
+knit_status_t knit_rma_fence(knit_win_t *w, int rank)
+{
+    if (!w || rank < 0 || rank >= w->n)
+        return KNIT_ERR_INVAL;
+    return kn_rma_wait_win(w, rank);
+}
+
+knit_status_t knit_rma_fence_all(knit_win_t *w)
+{
+    return w ? kn_rma_wait_win(w, -1) : KNIT_ERR_INVAL;
+}
+
+knit_status_t knit_rma_barrier(knit_win_t *w)
+{
+    if (!w)
+        return KNIT_ERR_INVAL;
+    knit_status_t st = kn_rma_wait_win(w, -1);
+    knit_status_t st2 = knit_barrier(w->comm);
+    return st != KNIT_OK ? st : st2;
+}
+
+/* ------------------------------------------------------------ direct */
+
+/* Within a node: the transport's vectored copy, KN_RMA_IOV pieces a side
+ * per call (a side's contiguous pieces merged). */
+#define KN_RMA_IOV 1024
+
+static knit_status_t direct_vec(kn_tl_t *tl, int job, const xfer_t *x)
+{
+    int write = x->kind == KN_RMA_K_PUT;
+    struct iovec *lv = malloc(2 * KN_RMA_IOV * sizeof(*lv));
+    if (!lv)
+        return KNIT_ERR_NOMEM;
+    struct iovec *rv = lv + KN_RMA_IOV;
+    kn_rma_cur_t lc, rc;
+    cur_local(&lc, x);
+    cur_remote(&rc, x);
+    int nl = 0, nr = 0;
+    knit_status_t st = KNIT_OK;
+    for (;;) {
+        uint64_t la = 0, ra = 0;
+        kn_rma_cur_t lsave = lc;
+        uint64_t n = kn_rma_cur_next(&lc, UINT64_MAX, &la);
+        if (n) {
+            uint64_t rn = kn_rma_cur_next(&rc, n, &ra);
+            if (rn < n) {
+                lc = lsave;
+                n = kn_rma_cur_next(&lc, rn, &la);
+            }
+        }
+        int lmerge = n && nl && (char *)lv[nl - 1].iov_base + lv[nl - 1].iov_len == (char *)(uintptr_t)la;
+        int rmerge = n && nr && (char *)rv[nr - 1].iov_base + rv[nr - 1].iov_len == (char *)(uintptr_t)ra;
+        if (!n || (!lmerge && nl == KN_RMA_IOV) || (!rmerge && nr == KN_RMA_IOV)) {
+            if (nl && (st = tl->ops->rwv(tl, job, write, lv, nl, rv, nr)) != KNIT_OK)
+                break;
+            nl = nr = 0;
+            lmerge = rmerge = 0;
+            if (!n)
+                break;
+        }
+        if (lmerge)
+            lv[nl - 1].iov_len += n;
+        else
+            lv[nl++] = (struct iovec){(void *)(uintptr_t)la, n};
+        if (rmerge)
+            rv[nr - 1].iov_len += n;
+        else
+            rv[nr++] = (struct iovec){(void *)(uintptr_t)ra, n};
+    }
+    if (st == KNIT_ERR_FAULT) { /* whose: ours, or the target's */
+        int ours = 0;
+        for (int i = 0; i < nl && !ours; i++)
+            ours = kn_mem_check(lv[i].iov_base, lv[i].iov_len, !write) == 0;
+        st = ours ? KNIT_ERR_FAULT : KNIT_ERR_PEER_FAULT;
+    }
+    free(lv);
+    return st;
+}
+
+static void dcomp_done(kn_tl_comp_t *c, knit_status_t st)
+{
+    knit_rma_req_t *r = ((dcomp_t *)c)->r;
+    if (st != KNIT_OK && r->status == KNIT_OK)
+        r->status = st;
+    r->pending--;
+}
+
+/* Between nodes: one RDMA per piece, all issued now (the transport keeps
+ * what the provider cannot take yet). */
+static knit_status_t direct_rdma(kn_tl_t *tl, int job, uint64_t rkey, const xfer_t *x, knit_rma_req_t *r)
+{
+    r->comps = calloc(x->nblocks ? x->nblocks : 1, sizeof(dcomp_t));
+    if (!r->comps)
+        return KNIT_ERR_NOMEM;
+    kn_rma_cur_t lc, rc;
+    cur_local(&lc, x);
+    cur_remote(&rc, x);
+    size_t i = 0;
+    for (;;) {
+        uint64_t la = 0, ra = 0;
+        kn_rma_cur_t lsave = lc;
+        uint64_t n = kn_rma_cur_next(&lc, UINT64_MAX, &la);
+        if (!n)
+            break;
+        uint64_t rn = kn_rma_cur_next(&rc, n, &ra);
+        if (rn < n) {
+            lc = lsave;
+            n = kn_rma_cur_next(&lc, rn, &la);
+        }
+        if (i == x->nblocks) { /* more pieces than blocks: cannot be (same counts both sides) */
+            r->status = KNIT_ERR_INVAL;
+            break;
+        }
+        if (kn_unlikely(kn_mem_implausible((void *)(uintptr_t)la, n)) &&
+            kn_mem_check((void *)(uintptr_t)la, n, x->kind == KN_RMA_K_GET) == 0) {
+            r->status = KNIT_ERR_FAULT; /* the provider would copy it in this process */
+            break;
+        }
+        dcomp_t *c = &r->comps[i++];
+        c->c.cb = dcomp_done;
+        c->r = r;
+        knit_status_t st = x->kind == KN_RMA_K_PUT
+                               ? tl->ops->put(tl, job, (void *)(uintptr_t)la, n, ra, rkey, &c->c)
+                               : tl->ops->get(tl, job, (void *)(uintptr_t)la, n, ra, rkey, &c->c);
+        if (st == KNIT_INPROGRESS) {
+            r->pending++;
+        } else if (st != KNIT_OK) {
+            r->status = st;
+            break;
+        }
+    }
+    return KNIT_OK;
+}
+
+/* ------------------------------------------------------------ agent, pack */
+
+static knit_status_t agent_request(knit_rma_req_t *r, void *args, size_t len)
+{
+    r->args = args;
+    for (;;) {
+        knit_status_t st = knit_module_request(kn_rma.mod, args, len, &r->mreq);
+        if (st != KNIT_ERR_AGAIN)
+            return st;
+        size_t before = kn_rma.nopen; /* the agent's queue is full: wait for one of ours */
+        if (!before)
+            return st;
+        knit_wait_until(kn_rma.ctx, any_cond, &before);
+    }
+}
+
+static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned method, knit_rma_req_t *r)
+{
+    const kn_rma_peer_t *p = &w->peer[rank];
+    int pack = method == KNIT_RMA_PACK && x->kind != KN_RMA_K_RMW && x->nblocks > 1;
+    size_t nseg = x->segs ? x->nseg : 0;
+    size_t len = sizeof(kn_rma_mreq_t) + nseg * sizeof(kn_rma_seg_t);
+    kn_rma_mreq_t *q = calloc(1, len);
+    if (!q)
+        return KNIT_ERR_NOMEM;
+    q->version = KN_RMA_MOD_VERSION;
+    q->kind = (uint8_t)x->kind;
+    q->form = x->segs ? KN_RMA_F_LIST : KN_RMA_F_STRIDED;
+    q->target = p->job;
+    q->target_node = knit_node_of(kn_rma.ctx, p->job);
+    q->total = x->total;
+    q->laddr = x->laddr;
+    q->raddr = x->raddr;
+    q->nseg = nseg;
+    q->ldesc = x->ldesc;
+    q->rdesc = x->rdesc;
+    q->dtype = (uint32_t)(x->kind == KN_RMA_K_RMW ? 0 : x->acc.dtype);
+    q->op = x->kind == KN_RMA_K_RMW ? x->aop : (uint32_t)x->acc.op;
+    if (x->kind == KN_RMA_K_RMW)
+        q->dtype = (uint32_t)x->acc.dtype;
+    if (x->acc.scale) {
+        q->has_scale = 1;
+        memcpy(q->scale, x->acc.scale, knit_dtype_size(x->acc.dtype));
+    }
+    q->operand = x->operand;
+    q->compare = x->compare;
+    if (nseg)
+        memcpy(q + 1, x->segs, nseg * sizeof(kn_rma_seg_t));
+    if (pack) { /* the origin side becomes one buffer */
+        r->bounce = malloc(x->total);
+        if (!r->bounce) {
+            free(q);
+            return KNIT_ERR_NOMEM;
+        }
+        kn_rma_seg_t *s = (kn_rma_seg_t *)(q + 1);
+        uint64_t off = 0;
+        if (nseg) {
+            for (size_t i = 0; i < nseg; off += s[i].len, i++)
+                s[i].laddr = (uint64_t)(uintptr_t)r->bounce + off;
+        } else {
+            memset(&q->ldesc, 0, sizeof(q->ldesc));
+            q->ldesc.count[0] = (int64_t)x->total;
+            q->laddr = (uint64_t)(uintptr_t)r->bounce;
+        }
+        if (x->kind == KN_RMA_K_GET) {
+            r->unpack = *x; /* the local side, to unpack into once the data is here */
+            x->segs = NULL; /* the request owns the list now */
+            r->unpacking = 1;
+        } else {
+            kn_rma_cur_t c;
+            cur_local(&c, x);
+            uint64_t addr = 0, n;
+            off = 0;
+            while ((n = kn_rma_cur_next(&c, UINT64_MAX, &addr))) {
+                memcpy(r->bounce + off, (const void *)(uintptr_t)addr, n);
+                off += n;
+            }
+        }
+    }
+    knit_status_t st = agent_request(r, q, len);
+    if (st != KNIT_OK)
+        r->args = NULL, free(q);
+    return st;
+}
+
+/* ------------------------------------------------------------ local (no agents) */
+
+/* An accumulate or atomic to oneself where there are no agents: nothing
+ * else in the job can reach this memory meanwhile. */
+static knit_status_t local_acc(const xfer_t *x, knit_rma_req_t *r)
+{
+    if (x->kind == KN_RMA_K_RMW) {
+        size_t es = knit_dtype_size(x->acc.dtype);
+        uint64_t old = 0, nv;
+        memcpy(&old, (void *)(uintptr_t)x->raddr, es);
+        uint64_t cmp = es == 4 ? (uint32_t)x->compare : x->compare;
+        nv = x->aop == KNIT_RMA_FETCH_ADD ? old + x->operand : x->aop == KNIT_RMA_SWAP ? x->operand
+             : old == cmp ? x->operand : old;
+        memcpy((void *)(uintptr_t)x->raddr, &nv, es);
+        r->result = old;
+        return KNIT_OK;
+    }
+    size_t es = knit_dtype_size(x->acc.dtype);
+    knit_op_t op = {.kind = x->acc.op};
+    kn_rma_cur_t lc, rc;
+    cur_local(&lc, x);
+    cur_remote(&rc, x);
+    char tmp[4096];
+    uint64_t la, ra, n;
+    while ((n = kn_rma_cur_next(&lc, sizeof(tmp), &la))) {
+        uint64_t rn = kn_rma_cur_next(&rc, n, &ra);
+        if (rn < n) /* cannot be: the same counts on both sides */
+            return KNIT_ERR_INVAL;
+        memcpy(tmp, (void *)(uintptr_t)la, n);
+        if (x->acc.scale)
+            kn_rma_scale(tmp, n / es, x->acc.dtype, x->acc.scale);
+        knit_status_t st = knit_reduce_local(tmp, (void *)(uintptr_t)ra, n / es, x->acc.dtype, &op);
+        if (st != KNIT_OK)
+            return st;
+    }
+    return KNIT_OK;
+}
+
+/* ------------------------------------------------------------ the entry */
+
+static int in_window(const knit_win_t *w, int rank, uint64_t addr, uint64_t extent)
+{
+    const kn_rma_peer_t *p = &w->peer[rank];
+    return addr >= p->base && extent <= p->size && addr - p->base <= p->size - extent;
+}
+
+static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_rma_req_t **out)
+{
+    knit_rma_req_t *r = calloc(1, sizeof(*r));
+    if (!r) {
+        free(x->segs);
+        return KNIT_ERR_NOMEM;
+    }
+    r->win = w;
+    r->rank = rank;
+    kn_list_push_back(&w->reqs, &r->wlink);
+    kn_list_push_back(&kn_rma.open, &r->olink);
+    kn_rma.nopen++;
+    int job = w->peer[rank].job;
+    int self = job == kn_rma.rank;
+    knit_status_t st = KNIT_OK;
+    if (!x->total) {
+        /* nothing to move */
+    } else if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW) {
+        if (kn_rma.mod)
+            st = via_agent(w, rank, x, (flags & KNIT_RMA_METHOD_MASK) == KNIT_RMA_PACK ? KNIT_RMA_PACK
+                                                                                        : KNIT_RMA_AGENT, r);
+        else if (self)
+            st = local_acc(x, r);
+        else {
+            kn_error("%s to rank %d: %s (docs/rma.md)", x->kind == KN_RMA_K_ACC ? "accumulate" : "atomic", rank,
+                     "accumulates and atomics are done by the node agents, and this job has none");
+            st = KNIT_ERR_NOT_SUPPORTED;
+        }
+    } else {
+        unsigned m = knit_rma_method_of(w, flags, rank, x->bsize, x->nblocks);
+        kn_tl_t *tl = kn_p2p_tl(kn_rma.p2p, job);
+        if (m == KNIT_RMA_DIRECT) {
+            if (tl && tl->ops->rwv)
+                st = direct_vec(tl, job, x);
+            else if (tl && tl->ops->put && (tl->ops->caps(tl, job) & KN_TL_CAP_RMA))
+                st = direct_rdma(tl, job, w->peer[rank].rkey, x, r);
+            else
+                st = KNIT_ERR_NOT_SUPPORTED;
+        } else if (!kn_rma.mod) {
+            kn_error("the %s method to rank %d: %s", knit_rma_method_name(m), rank, kn_rma.why_no_agent);
+            st = KNIT_ERR_NOT_SUPPORTED;
+        } else {
+            st = via_agent(w, rank, x, m, r);
+        }
+    }
+    free(x->segs);
+    if (st != KNIT_OK && r->mreq == NULL && r->pending == 0) { /* failed at once: no request */
+        finish(r, st);
+        req_free(r);
+        return st;
+    }
+    if (st != KNIT_OK)
+        r->status = st;
+    if (!r->mreq && !r->pending)
+        finish(r, r->status);
+    if (out) {
+        *out = r;
+        return KNIT_OK;
+    }
+    st = wait_one(r);
+    req_free(r);
+    return st;
+}
+
+/* Check and describe a strided call; src and dst as the caller named
+ * them (the remote one in rank's window). */
+static knit_status_t strided(knit_win_t *w, int kind, const void *src, const int64_t *sstride, const void *dst,
+                             const int64_t *dstride, const int64_t *count, int levels, int rank, xfer_t *x)
+{
+    if (!w || rank < 0 || rank >= w->n || levels < 0 || levels > KNIT_RMA_MAX_LEVELS || !count ||
+        (levels && (!sstride || !dstride)))
+        return KNIT_ERR_INVAL;
+    memset(x, 0, sizeof(*x));
+    x->kind = kind;
+    int put = kind != KN_RMA_K_GET;
+    const int64_t *lstride = put ? sstride : dstride, *rstride = put ? dstride : sstride;
+    x->laddr = (uint64_t)(uintptr_t)(put ? src : dst);
+    x->raddr = (uint64_t)(uintptr_t)(put ? dst : src);
+    x->ldesc.levels = x->rdesc.levels = (uint32_t)levels;
+    uint64_t blocks = 1, extent = 0;
+    for (int i = 0; i <= levels; i++) {
+        if (count[i] < 0 || (i < levels && (sstride[i] < 0 || dstride[i] < 0)))
+            return KNIT_ERR_INVAL;
+        x->ldesc.count[i] = x->rdesc.count[i] = count[i];
+        if (i < levels) {
+            x->ldesc.stride[i] = lstride[i];
+            x->rdesc.stride[i] = rstride[i];
+        }
+        if (i) {
+            if (count[i] && blocks > UINT64_MAX / (uint64_t)count[i])
+                return KNIT_ERR_RANGE;
+            blocks *= (uint64_t)count[i];
+        }
+    }
+    x->bsize = (uint64_t)count[0];
+    x->nblocks = count[0] ? blocks : 0;
+    if (x->nblocks && x->bsize > UINT64_MAX / x->nblocks)
+        return KNIT_ERR_RANGE;
+    x->total = x->bsize * x->nblocks;
+    if (!x->total)
+        return KNIT_OK;
+    extent = x->bsize;
+    for (int i = 1; i <= levels; i++) {
+        uint64_t reach = (uint64_t)(count[i] - 1) * (uint64_t)rstride[i - 1];
+        if (rstride[i - 1] && reach / (uint64_t)rstride[i - 1] != (uint64_t)(count[i] - 1))
+            return KNIT_ERR_RANGE;
+        extent += reach;
+    }
+    if (!in_window(w, rank, x->raddr, extent)) {
+        kn_error("one-sided %s of %llu bytes at %#llx in rank %d: outside its window [%#llx, +%llu)",
+                 kind == KN_RMA_K_GET ? "get" : kind == KN_RMA_K_ACC ? "accumulate" : "put",
+                 (unsigned long long)extent, (unsigned long long)x->raddr, rank,
+                 (unsigned long long)w->peer[rank].base, (unsigned long long)w->peer[rank].size);
+        return KNIT_ERR_RANGE;
+    }
+    return KNIT_OK;
+}
+
+static knit_status_t vector(knit_win_t *w, int kind, const knit_rma_iov_t *iov, int niov, int rank, xfer_t *x)
+{
+    if (!w || rank < 0 || rank >= w->n || niov < 0 || (niov && !iov))
+        return KNIT_ERR_INVAL;
+    memset(x, 0, sizeof(*x));
+    x->kind = kind;
+    uint64_t nseg = 0;
+    for (int i = 0; i < niov; i++) {
+        if (iov[i].n < 0 || iov[i].bytes < 0 || (iov[i].n && (!iov[i].src || !iov[i].dst)))
+            return KNIT_ERR_INVAL;
+        if (iov[i].bytes)
+            nseg += (uint64_t)iov[i].n;
+    }
+    x->segs = malloc((nseg ? nseg : 1) * sizeof(kn_rma_seg_t));
+    if (!x->segs)
+        return KNIT_ERR_NOMEM;
+    int put = kind != KN_RMA_K_GET;
+    uint64_t k = 0;
+    for (int i = 0; i < niov; i++) {
+        if (!iov[i].bytes)
+            continue;
+        for (int64_t j = 0; j < iov[i].n; j++) {
+            kn_rma_seg_t *s = &x->segs[k++];
+            s->laddr = (uint64_t)(uintptr_t)(put ? iov[i].src[j] : iov[i].dst[j]);
+            s->raddr = (uint64_t)(uintptr_t)(put ? iov[i].dst[j] : iov[i].src[j]);
+            s->len = (uint64_t)iov[i].bytes;
+            x->total += s->len;
+            if (!in_window(w, rank, s->raddr, s->len)) {
+                kn_error("one-sided vector %s: %llu bytes at %#llx in rank %d: outside its window",
+                         put ? "put" : "get", (unsigned long long)s->len, (unsigned long long)s->raddr, rank);
+                free(x->segs);
+                x->segs = NULL;
+                return KNIT_ERR_RANGE;
+            }
+        }
+    }
+    x->nseg = x->nblocks = nseg;
+    x->bsize = nseg ? x->total / nseg : 0;
+    return KNIT_OK;
+}
+
+/* An accumulate's type and op: every block a whole number of elements. */
+static knit_status_t acc_check(const knit_rma_acc_t *acc, xfer_t *x)
+{
+    if (!acc || (unsigned)acc->dtype >= KNIT_DTYPE_COUNT)
+        return KNIT_ERR_INVAL;
+    size_t es = knit_dtype_size(acc->dtype);
+    if (acc->op != KNIT_OP_REPLACE && !kn_coll_reduce_fn(acc->op, acc->dtype))
+        return KNIT_ERR_INVAL;
+    if (acc->scale) {
+        uint8_t probe[KN_RMA_MOD_SCALE] = {0};
+        if (acc->op != KNIT_OP_SUM || !kn_rma_scale(probe, 0, acc->dtype, probe))
+            return KNIT_ERR_INVAL;
+    }
+    if (x->segs) {
+        for (uint64_t i = 0; i < x->nseg; i++)
+            if (x->segs[i].len % es)
+                return KNIT_ERR_INVAL;
+    } else if (x->bsize % es) {
+        return KNIT_ERR_INVAL;
+    }
+    x->acc = *acc;
+    return KNIT_OK;
+}
+
+#define KN_RMA_RUN(describe, extra)                                                                    \
+    do {                                                                                               \
+        xfer_t x = {0};                                                                                \
+        knit_status_t st_ = (describe);                                                                \
+        if (st_ == KNIT_OK)                                                                            \
+            st_ = (extra);                                                                             \
+        if (st_ != KNIT_OK) {                                                                          \
+            free(x.segs);                                                                              \
+            return st_;                                                                                \
+        }                                                                                              \
+        return start(w, rank, &x, flags, req);                                                         \
+    } while (0)
+
+knit_status_t knit_put(knit_win_t *w, const void *src, void *dst, size_t len, int rank, unsigned flags,
+                       knit_rma_req_t **req)
+{
+    int64_t count = (int64_t)len;
+    KN_RMA_RUN(strided(w, KN_RMA_K_PUT, src, NULL, dst, NULL, &count, 0, rank, &x), KNIT_OK);
+}
+
+knit_status_t knit_get(knit_win_t *w, void *dst, const void *src, size_t len, int rank, unsigned flags,
+                       knit_rma_req_t **req)
+{
+    int64_t count = (int64_t)len;
+    KN_RMA_RUN(strided(w, KN_RMA_K_GET, src, NULL, dst, NULL, &count, 0, rank, &x), KNIT_OK);
+}
+
+knit_status_t knit_put_strided(knit_win_t *w, const void *src, const int64_t *src_stride, void *dst,
+                               const int64_t *dst_stride, const int64_t *count, int levels, int rank,
+                               unsigned flags, knit_rma_req_t **req)
+{
+    KN_RMA_RUN(strided(w, KN_RMA_K_PUT, src, src_stride, dst, dst_stride, count, levels, rank, &x), KNIT_OK);
+}
+
+knit_status_t knit_get_strided(knit_win_t *w, void *dst, const int64_t *dst_stride, const void *src,
+                               const int64_t *src_stride, const int64_t *count, int levels, int rank,
+                               unsigned flags, knit_rma_req_t **req)
+{
+    KN_RMA_RUN(strided(w, KN_RMA_K_GET, src, src_stride, dst, dst_stride, count, levels, rank, &x), KNIT_OK);
+}
+
+knit_status_t knit_put_vector(knit_win_t *w, const knit_rma_iov_t *iov, int niov, int rank, unsigned flags,
+                              knit_rma_req_t **req)
+{
+    KN_RMA_RUN(vector(w, KN_RMA_K_PUT, iov, niov, rank, &x), KNIT_OK);
+}
+
+knit_status_t knit_get_vector(knit_win_t *w, const knit_rma_iov_t *iov, int niov, int rank, unsigned flags,
+                              knit_rma_req_t **req)
+{
+    KN_RMA_RUN(vector(w, KN_RMA_K_GET, iov, niov, rank, &x), KNIT_OK);
+}
+
+knit_status_t knit_acc(knit_win_t *w, const knit_rma_acc_t *acc, const void *src, void *dst, size_t len, int rank,
+                       unsigned flags, knit_rma_req_t **req)
+{
+    int64_t count = (int64_t)len;
+    KN_RMA_RUN(strided(w, KN_RMA_K_ACC, src, NULL, dst, NULL, &count, 0, rank, &x), acc_check(acc, &x));
+}
+
+knit_status_t knit_acc_strided(knit_win_t *w, const knit_rma_acc_t *acc, const void *src, const int64_t *src_stride,
+                               void *dst, const int64_t *dst_stride, const int64_t *count, int levels, int rank,
+                               unsigned flags, knit_rma_req_t **req)
+{
+    KN_RMA_RUN(strided(w, KN_RMA_K_ACC, src, src_stride, dst, dst_stride, count, levels, rank, &x),
+               acc_check(acc, &x));
+}
+
+knit_status_t knit_acc_vector(knit_win_t *w, const knit_rma_acc_t *acc, const knit_rma_iov_t *iov, int niov,
+                              int rank, unsigned flags, knit_rma_req_t **req)
+{
+    KN_RMA_RUN(vector(w, KN_RMA_K_ACC, iov, niov, rank, &x), acc_check(acc, &x));
+}
+
+knit_status_t knit_rma_atomic(knit_win_t *w, knit_rma_atomic_op_t op, knit_dtype_t dtype, void *remote,
+                              const void *operand, const void *compare, void *result, int rank)
+{
+    if (!w || rank < 0 || rank >= w->n || (unsigned)dtype >= KNIT_DTYPE_COUNT || !operand || !result ||
+        op < KNIT_RMA_FETCH_ADD || op > KNIT_RMA_CAS || (op == KNIT_RMA_CAS && !compare))
+        return KNIT_ERR_INVAL;
+    size_t es = knit_dtype_size(dtype);
+    switch (dtype) {
+    case KNIT_INT32: case KNIT_UINT32: case KNIT_INT: case KNIT_UINT: case KNIT_INT64: case KNIT_UINT64:
+    case KNIT_LONG: case KNIT_ULONG: case KNIT_LONG_LONG: case KNIT_ULONG_LONG:
+        break;
+    default:
+        return KNIT_ERR_INVAL;
+    }
+    xfer_t x = {.kind = KN_RMA_K_RMW, .raddr = (uint64_t)(uintptr_t)remote, .total = es, .nblocks = 1,
+                .bsize = es, .aop = (uint32_t)op};
+    x.acc.dtype = dtype;
+    memcpy(&x.operand, operand, es);
+    if (compare)
+        memcpy(&x.compare, compare, es);
+    if (!in_window(w, rank, x.raddr, es))
+        return KNIT_ERR_RANGE;
+    knit_rma_req_t *r = NULL;
+    knit_status_t st = start(w, rank, &x, KNIT_RMA_AGENT, &r);
+    if (st != KNIT_OK)
+        return st;
+    st = wait_one(r);
+    if (st == KNIT_OK)
+        memcpy(result, &r->result, es);
+    req_free(r);
+    return st;
+}

@@ -1,0 +1,221 @@
+/*
+ * What the ranks (src/rma) and the agents' built-in `rma` module
+ * (modules/builtin/rma.c) say to each other, and the walk of a strided
+ * descriptor both of them make.  Header only: the module includes it
+ * with <knit/module.h> and nothing else of knit.
+ *
+ * A request (rank -> its agent) is a kn_rma_mreq_t, then for the LIST
+ * form `nseg` kn_rma_seg_t (origin address, target address, bytes).  The
+ * agent moves the data in chunks of at most KN_RMA_MOD_CHUNK bytes,
+ * KN_RMA_MOD_WINDOW of them in flight, each a message to the target's
+ * agent naming the target's pieces of it (kn_rma_piece_t), and completes
+ * the request once the target's agent acknowledged every chunk.
+ */
+#ifndef KN_RMA_RMA_MOD_H
+#define KN_RMA_RMA_MOD_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "knit.h"
+
+#define KN_RMA_MOD_VERSION 1
+#define KN_RMA_MOD_LEVELS 7
+#define KN_RMA_MOD_CHUNK (256u << 10)  /* data bytes of one chunk message */
+#define KN_RMA_MOD_WINDOW 4u           /* chunks in flight per request */
+#define KN_RMA_MOD_MAX_PIECES 8192u    /* target pieces in one chunk message */
+#define KN_RMA_MOD_SCALE 32u           /* bytes of a scale (long double complex) */
+
+enum kn_rma_kind { KN_RMA_K_PUT = 1, KN_RMA_K_GET, KN_RMA_K_ACC, KN_RMA_K_RMW, KN_RMA_K_MAX };
+enum kn_rma_form { KN_RMA_F_STRIDED = 1, KN_RMA_F_LIST };
+
+/* A strided descriptor (ARMCI's): count[0] bytes per block, count[1..levels]
+ * repetitions; stride[i] between repetitions of level i+1. */
+typedef struct kn_rma_desc {
+    uint32_t levels, reserved;
+    int64_t count[KN_RMA_MOD_LEVELS + 1];
+    int64_t stride[KN_RMA_MOD_LEVELS];
+} kn_rma_desc_t;
+
+typedef struct kn_rma_seg {
+    uint64_t laddr, raddr, len;
+} kn_rma_seg_t;
+
+/* The request a rank gives its agent. */
+typedef struct kn_rma_mreq {
+    uint16_t version;
+    uint8_t kind, form;
+    int32_t target;        /* job rank */
+    int32_t target_node;
+    uint32_t dtype;        /* ACC, RMW: knit_dtype_t */
+    uint32_t op;           /* ACC: knit_op_kind_t; RMW: knit_rma_atomic_op_t */
+    uint32_t has_scale;
+    uint64_t total;        /* bytes moved */
+    uint64_t laddr, raddr; /* STRIDED: the bases; RMW: raddr */
+    uint64_t nseg;         /* LIST: segments following */
+    kn_rma_desc_t ldesc, rdesc; /* STRIDED: origin side, target side (same counts) */
+    uint8_t scale[KN_RMA_MOD_SCALE];
+    uint64_t operand, compare; /* RMW */
+} kn_rma_mreq_t;
+
+/* Agent-to-agent messages. */
+enum kn_rma_msg { KN_RMA_M_PUT = 1, KN_RMA_M_GETREQ, KN_RMA_M_ACK, KN_RMA_M_GETDATA, KN_RMA_M_RMW,
+                  KN_RMA_M_RMWDONE };
+
+typedef struct kn_rma_piece {
+    uint64_t raddr, len;
+} kn_rma_piece_t;
+
+/* PUT (and ACC): header, npieces pieces, then the data (sum of lens);
+ * GETREQ: header, pieces (no data); GETDATA: header, data; ACK: header;
+ * RMW: header with raddr/operand/compare; RMWDONE: header with old. */
+typedef struct kn_rma_msg_hdr {
+    uint16_t version;
+    uint8_t type, kind;
+    int32_t status;        /* ACK, GETDATA, RMWDONE */
+    uint64_t id;           /* the origin agent's operation */
+    uint32_t chunk;        /* chunk number within the operation */
+    int32_t target;        /* job rank */
+    uint32_t npieces;
+    uint32_t dtype, op, has_scale;
+    uint64_t bytes;        /* data bytes of the chunk */
+    uint64_t raddr, operand, compare, old; /* RMW */
+    uint8_t scale[KN_RMA_MOD_SCALE];
+} kn_rma_msg_hdr_t;
+
+/* v[i] *= scale for the types an accumulate takes a scale for (one
+ * element of dtype at scale); 0: the type takes none. */
+static inline int kn_rma_scale(void *v, uint64_t n, uint32_t dtype, const uint8_t *scale)
+{
+    switch (dtype) {
+#define KN_RMA_SCALE(T)                                                                                \
+    {                                                                                                  \
+        T s, *p = v;                                                                                   \
+        memcpy(&s, scale, sizeof(s));                                                                  \
+        for (uint64_t i = 0; i < n; i++)                                                               \
+            p[i] = (T)(p[i] * s);                                                                      \
+        return 1;                                                                                      \
+    }
+    case KNIT_INT: case KNIT_INT32: KN_RMA_SCALE(int32_t)
+    case KNIT_LONG: case KNIT_INT64: case KNIT_LONG_LONG: KN_RMA_SCALE(int64_t)
+    case KNIT_FLOAT: KN_RMA_SCALE(float)
+    case KNIT_DOUBLE: KN_RMA_SCALE(double)
+    case KNIT_FLOAT_COMPLEX: KN_RMA_SCALE(_Complex float)
+    case KNIT_DOUBLE_COMPLEX: KN_RMA_SCALE(_Complex double)
+#undef KN_RMA_SCALE
+    default: return 0;
+    }
+}
+
+/* --------------------------------------------------- the descriptor walk */
+
+/* A position in a strided descriptor: the index at every level above the
+ * block, and bytes into the current block. */
+typedef struct kn_rma_walk {
+    const kn_rma_desc_t *d;
+    uint64_t base;
+    int64_t idx[KN_RMA_MOD_LEVELS + 1];
+    uint64_t off;          /* bytes into the current block */
+} kn_rma_walk_t;
+
+static inline uint64_t kn_rma_desc_blocks(const kn_rma_desc_t *d)
+{
+    uint64_t n = 1;
+    for (uint32_t i = 1; i <= d->levels; i++)
+        n *= (uint64_t)d->count[i];
+    return n;
+}
+
+/* Start at linear byte pos of the transfer. */
+static inline void kn_rma_walk_start(kn_rma_walk_t *w, const kn_rma_desc_t *d, uint64_t base, uint64_t pos)
+{
+    memset(w, 0, sizeof(*w));
+    w->d = d;
+    w->base = base;
+    uint64_t b = d->count[0] ? pos / (uint64_t)d->count[0] : 0;
+    w->off = d->count[0] ? pos % (uint64_t)d->count[0] : 0;
+    for (uint32_t i = 1; i <= d->levels; i++) {
+        w->idx[i] = (int64_t)(b % (uint64_t)d->count[i]);
+        b /= (uint64_t)d->count[i];
+    }
+}
+
+/* Address of the current position. */
+static inline uint64_t kn_rma_walk_addr(const kn_rma_walk_t *w)
+{
+    uint64_t a = w->base + w->off;
+    for (uint32_t i = 1; i <= w->d->levels; i++)
+        a += (uint64_t)(w->idx[i] * w->d->stride[i - 1]);
+    return a;
+}
+
+/* The next contiguous piece of at most max bytes; advances.  Returns its
+ * length (0 at the end). */
+static inline uint64_t kn_rma_walk_next(kn_rma_walk_t *w, uint64_t max, uint64_t *addr)
+{
+    const kn_rma_desc_t *d = w->d;
+    uint32_t top = d->levels;
+    if (top && w->idx[top] >= d->count[top])
+        return 0;
+    if (!top && w->off >= (uint64_t)d->count[0])
+        return 0;
+    uint64_t n = (uint64_t)d->count[0] - w->off;
+    if (n > max)
+        n = max;
+    *addr = kn_rma_walk_addr(w);
+    w->off += n;
+    if (w->off == (uint64_t)d->count[0] && top) {
+        w->off = 0;
+        for (uint32_t i = 1; i <= top; i++) {
+            if (++w->idx[i] < d->count[i] || i == top)
+                break;
+            w->idx[i] = 0;
+        }
+    }
+    return n;
+}
+
+/* One side of a transfer, walked piece by piece: a strided descriptor,
+ * or a list of segments (their origin or their target addresses). */
+typedef struct kn_rma_cur {
+    kn_rma_walk_t w;
+    const kn_rma_seg_t *segs;  /* NULL: strided */
+    uint64_t nseg, seg, off;
+    int remote;
+} kn_rma_cur_t;
+
+static inline void kn_rma_cur_strided(kn_rma_cur_t *c, const kn_rma_desc_t *d, uint64_t base)
+{
+    memset(c, 0, sizeof(*c));
+    kn_rma_walk_start(&c->w, d, base, 0);
+}
+
+static inline void kn_rma_cur_list(kn_rma_cur_t *c, const kn_rma_seg_t *segs, uint64_t nseg, int remote)
+{
+    memset(c, 0, sizeof(*c));
+    c->segs = segs;
+    c->nseg = nseg;
+    c->remote = remote;
+}
+
+/* The next contiguous piece (at most max bytes), advancing; 0 at the end. */
+static inline uint64_t kn_rma_cur_next(kn_rma_cur_t *c, uint64_t max, uint64_t *addr)
+{
+    if (!c->segs)
+        return kn_rma_walk_next(&c->w, max, addr);
+    while (c->seg < c->nseg && c->off == c->segs[c->seg].len) {
+        c->seg++;
+        c->off = 0;
+    }
+    if (c->seg >= c->nseg)
+        return 0;
+    const kn_rma_seg_t *s = &c->segs[c->seg];
+    uint64_t n = s->len - c->off;
+    if (n > max)
+        n = max;
+    *addr = (c->remote ? s->raddr : s->laddr) + c->off;
+    c->off += n;
+    return n;
+}
+
+#endif

@@ -1,0 +1,203 @@
+/*
+ * Windows: memory every member of a communicator exposes, and what every
+ * member knows of every other's (base, size, the network key).  Creation
+ * is collective: one allgather of a record per member, after each
+ * registered its memory with the network transport (through the
+ * registration cache, held for the window's life).  Within a node nothing
+ * needs registering: peers reach each other by cross-memory attach.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "offload/offload.h"
+#include "rma/rma.h"
+#include "util/config.h"
+#include "util/log.h"
+
+extern const unsigned char kn_builtin_rma[];
+extern const size_t kn_builtin_rma_len;
+
+kn_rma_t kn_rma;
+
+knit_status_t kn_rma_open(const kn_rma_params_t *p)
+{
+    memset(&kn_rma, 0, sizeof(kn_rma));
+    kn_rma.ctx = p->ctx;
+    kn_rma.p2p = p->p2p;
+    kn_rma.net = p->net && p->net->ops->mem_reg ? p->net : NULL;
+    kn_rma.rank = p->rank;
+    kn_rma.node = p->node;
+    kn_list_init(&kn_rma.open);
+    if (!p->agents) {
+        kn_rma.why_no_agent = "this job has no node agents (a singleton, or knitrun --no-offload)";
+        return KNIT_OK;
+    }
+    knit_status_t st = kn_off_load_builtin(p->ctx, "rma", kn_builtin_rma, kn_builtin_rma_len, &kn_rma.mod);
+    if (st != KNIT_OK) {
+        kn_rma.mod = NULL;
+        kn_rma.why_no_agent = "the agents' rma module could not be loaded";
+        if (p->rank == 0)
+            kn_warn("the one-sided module could not be loaded into the agents (%s%s%s): accumulates, atomics and "
+                    "the agent and pack methods fail", knit_strerror(st), *knit_module_last_error(p->ctx) ? ": " : "",
+                    knit_module_last_error(p->ctx));
+    }
+    return KNIT_OK; /* the job goes on without it */
+}
+
+void kn_rma_close(void)
+{
+    kn_rma.mod = NULL; /* the offload layer unloads what is left */
+}
+
+static unsigned method_of_cfg(void)
+{
+    static const unsigned map[] = {KNIT_RMA_AUTO, KNIT_RMA_DIRECT, KNIT_RMA_AGENT, KNIT_RMA_PACK};
+    return map[kn_cfg.rma_method < 4 ? kn_cfg.rma_method : 0];
+}
+
+/* What each member tells the others. */
+typedef struct rec {
+    uint64_t base, size, rkey;
+    int64_t status;
+} rec_t;
+
+static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *mem, knit_win_t **out)
+{
+    knit_win_t *w = calloc(1, sizeof(*w));
+    int n = comm ? knit_comm_size(comm) : 0;
+    rec_t mine = {.base = (uint64_t)(uintptr_t)base, .size = size};
+    rec_t *all = calloc((size_t)(n ? n : 1), sizeof(rec_t));
+    w->peer = calloc((size_t)(n ? n : 1), sizeof(kn_rma_peer_t));
+    if (!w || !all || !w->peer)
+        mine.status = KNIT_ERR_NOMEM;
+    else if (kn_rma.net && size) {
+        mine.status = kn_rma.net->ops->mem_reg(kn_rma.net, base, size, &mine.rkey, &w->memh);
+        if (mine.status != KNIT_OK)
+            w->memh = NULL;
+    }
+    /* everyone learns everyone's record, and whether anyone failed */
+    knit_status_t st = all ? knit_allgather(comm, &mine, all, sizeof(rec_t), KNIT_BYTE) : KNIT_ERR_NOMEM;
+    for (int i = 0; st == KNIT_OK && i < n; i++)
+        if (all[i].status != KNIT_OK)
+            st = (knit_status_t)all[i].status;
+    if (st != KNIT_OK) {
+        if (w && w->memh)
+            kn_rma.net->ops->mem_dereg(kn_rma.net, w->memh);
+        if (w)
+            free(w->peer);
+        free(w);
+        free(all);
+        return st;
+    }
+    w->comm = comm;
+    w->n = n;
+    w->me = knit_comm_rank(comm);
+    w->mem = mem;
+    w->method = method_of_cfg();
+    kn_list_init(&w->reqs);
+    for (int i = 0; i < n; i++) {
+        w->peer[i].base = all[i].base;
+        w->peer[i].size = all[i].size;
+        w->peer[i].rkey = all[i].rkey;
+        w->peer[i].job = knit_comm_job_rank(comm, i);
+    }
+    free(all);
+    *out = w;
+    return KNIT_OK;
+}
+
+static int usable(knit_comm_t *comm, knit_win_t **out)
+{
+    return comm && out && knit_comm_rank(comm) >= 0 && kn_rma.ctx && knit_ctx_current() == kn_rma.ctx;
+}
+
+knit_status_t knit_win_create(knit_comm_t *comm, void *base, size_t size, knit_win_t **out)
+{
+    if (!usable(comm, out) || (size && !base))
+        return KNIT_ERR_INVAL;
+    return create(comm, size ? base : NULL, size, NULL, out);
+}
+
+knit_status_t knit_mem_alloc(knit_comm_t *comm, size_t size, knit_win_t **out)
+{
+    if (!usable(comm, out))
+        return KNIT_ERR_INVAL;
+    void *mem = NULL;
+    /* a failure here still takes part in the allgather, so that every
+     * member fails together */
+    if (size && posix_memalign(&mem, 64, size) != 0)
+        mem = NULL;
+    if (mem)
+        memset(mem, 0, size);
+    knit_status_t st;
+    if (size && !mem) {
+        rec_t none = {.status = KNIT_ERR_NOMEM};
+        int n = knit_comm_size(comm);
+        rec_t *all = calloc((size_t)n, sizeof(rec_t));
+        st = all ? knit_allgather(comm, &none, all, sizeof(rec_t), KNIT_BYTE) : KNIT_ERR_NOMEM;
+        free(all);
+        return st == KNIT_OK ? KNIT_ERR_NOMEM : st;
+    }
+    st = create(comm, mem, size, mem, out);
+    if (st != KNIT_OK)
+        free(mem);
+    return st;
+}
+
+knit_status_t knit_win_free(knit_win_t *w)
+{
+    if (!w)
+        return KNIT_ERR_INVAL;
+    knit_status_t st = kn_rma_wait_win(w, -1);
+    knit_status_t st2 = knit_barrier(w->comm); /* nobody reaches into it any more */
+    if (st == KNIT_OK)
+        st = st2;
+    if (w->memh)
+        kn_rma.net->ops->mem_dereg(kn_rma.net, w->memh);
+    free(w->mem);
+    free(w->peer);
+    free(w);
+    return st;
+}
+
+void *knit_win_base(const knit_win_t *w, int rank)
+{
+    return w && rank >= 0 && rank < w->n ? (void *)(uintptr_t)w->peer[rank].base : NULL;
+}
+
+size_t knit_win_size(const knit_win_t *w, int rank)
+{
+    return w && rank >= 0 && rank < w->n ? (size_t)w->peer[rank].size : 0;
+}
+
+knit_comm_t *knit_win_comm(const knit_win_t *w)
+{
+    return w ? w->comm : NULL;
+}
+
+knit_status_t knit_win_set_method(knit_win_t *w, unsigned method)
+{
+    if (!w || method > KNIT_RMA_AUTO)
+        return KNIT_ERR_INVAL;
+    w->method = method == KNIT_RMA_DEFAULT ? method_of_cfg() : method;
+    return KNIT_OK;
+}
+
+const char *knit_rma_method_name(unsigned method)
+{
+    static const char *const names[] = {"default", "direct", "agent", "pack", "auto"};
+    return method <= KNIT_RMA_AUTO ? names[method] : "?";
+}
+
+unsigned knit_rma_method_of(const knit_win_t *w, unsigned flags, int rank, size_t bsize, size_t nblocks)
+{
+    unsigned m = flags & KNIT_RMA_METHOD_MASK;
+    if (m == KNIT_RMA_DEFAULT)
+        m = w ? w->method : method_of_cfg();
+    if (m != KNIT_RMA_AUTO)
+        return m;
+    int same = !w || rank < 0 || rank >= w->n ||
+               knit_node_of(kn_rma.ctx, w->peer[rank].job) == kn_rma.node;
+    return kn_rma_auto(same, bsize, nblocks);
+}

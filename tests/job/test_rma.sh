@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One-sided operations (include/knit/rma.h, docs/rma.md): every method on
+# one node and across emulated nodes, atomics and concurrent accumulates,
+# a target that makes no knit calls, bad calls, and an agent killed
+# mid-transfer (see tests/job/rma_test.c).
+source "$(dirname "$0")/lib.sh"
+
+T=$JOBBIN/rma_test
+[ -x "$T" ] || { echo "FAIL rma.build: $T is missing"; exit 1; }
+
+# Every shape x put/get/acc x blocking/nonblocking, to the next rank and to oneself
+for m in direct agent pack auto; do
+    for nodes in 1 2; do
+        run "$KNITRUN" -n 2 --nodes "$nodes" --timeout 110 "$T" sweep "$m"
+        expect_ok "rma.sweep.$m.nodes$nodes" sweep
+    done
+done
+# more ranks than cpus, on two nodes: two targets per node
+run "$KNITRUN" -n 4 --nodes 2 --timeout 110 "$T" sweep auto
+expect_ok rma.sweep.auto.n4.nodes2 sweep
+# the default method from the environment
+run "$KNITRUN" -n 2 --nodes 2 --timeout 110 -x KNIT_RMA_METHOD=pack "$T" sweep default
+expect_ok rma.sweep.env_pack.nodes2 sweep
+
+# fetch-and-add from every rank, a lock by compare-and-swap, 4 (and 8)
+# ranks accumulating into one region at once
+for lay in "4 1" "4 2" "8 2" "8 4"; do
+    set -- $lay
+    run "$KNITRUN" -n "$1" --nodes "$2" --timeout 110 "$T" atomics
+    expect_ok "rma.atomics.n$1.nodes$2" atomics
+done
+
+# passive target: rank 1 computes 2 s without knit calls
+for m in direct agent pack auto; do
+    run "$KNITRUN" -n 2 --timeout 50 "$T" passive "$m"
+    expect_ok "rma.passive.$m.same_node" passive
+done
+for m in agent pack auto; do
+    run "$KNITRUN" -n 2 --nodes 2 --timeout 50 "$T" passive "$m"
+    expect_ok "rma.passive.$m.other_node" passive
+done
+
+# bad descriptors and buffers give errors, the job goes on
+for nodes in 1 2; do
+    run "$KNITRUN" -n 4 --nodes "$nodes" --timeout 50 "$T" errors
+    expect_ok "rma.errors.nodes$nodes" errors
+done
+
+# without agents: put and get work directly, accumulates to others say why they cannot
+run "$KNITRUN" -n 2 --no-offload --timeout 50 "$T" sweep direct
+expect_ok rma.no_agents.direct sweep
+run "$KNITRUN" -n 2 --no-offload --timeout 50 "$T" atomics
+if [ "$RC" -ne 0 ] && grep -q "accumulates and atomics are done by the node agents, and this job has none" "$ERR"; then
+    pass rma.no_agents.atomics_refused
+else
+    fail rma.no_agents.atomics_refused "status $RC, stderr '$(tail -n 3 "$ERR" | tr '\n' '|')'"
+fi
+
+# the target's agent killed in the middle of transfers: knitrun's verdict, no hang
+run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" killagent
+if [ "$RC" -eq 1 ] && [ "$(verdicts)" = "knitrun: agent on node 1 died (killed by SIGKILL)" ] && [ "$MS" -lt 20000 ]; then
+    pass rma.agent_killed_mid_transfer
+else
+    fail rma.agent_killed_mid_transfer "status $RC after $MS ms, verdicts '$(verdicts | tr '\n' '|')'"
+fi
+finish
