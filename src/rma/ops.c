@@ -516,8 +516,8 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
         else if (self)
             st = local_acc(x, r);
         else {
-            kn_error("%s to rank %d: %s (docs/rma.md)", x->kind == KN_RMA_K_ACC ? "accumulate" : "atomic", rank,
-                     "accumulates and atomics are done by the node agents, and this job has none");
+            kn_error("%s to rank %d: accumulates and atomics are done by the node agents, but %s (docs/rma.md)",
+                     x->kind == KN_RMA_K_ACC ? "accumulate" : "atomic", rank, kn_rma.why_no_agent);
             st = KNIT_ERR_NOT_SUPPORTED;
         }
     } else {

@@ -38,7 +38,9 @@ typedef struct kn_rma {
     knit_ctx_t *ctx;
     kn_p2p_t *p2p;
     kn_tl_t *net;          /* the network transport (registrations), NULL: none */
-    knit_module_t *mod;    /* `rma` at every agent; NULL: no agents */
+    knit_module_t *mod;    /* `rma` at every agent; NULL: not (yet) loaded */
+    int agents;            /* the job has agents: the module may load */
+    int load_tried;
     const char *why_no_agent;
     int rank, node;
     kn_list_t open;        /* every request not complete, all windows */

@@ -20,6 +20,21 @@ extern const size_t kn_builtin_rma_len;
 
 kn_rma_t kn_rma;
 
+/* Collective over the job: the agents' module. */
+static void load_module(void)
+{
+    kn_rma.load_tried = 1;
+    knit_status_t st = kn_off_load_builtin(kn_rma.ctx, "rma", kn_builtin_rma, kn_builtin_rma_len, &kn_rma.mod);
+    if (st != KNIT_OK) {
+        kn_rma.mod = NULL;
+        kn_rma.why_no_agent = "the agents' rma module could not be loaded";
+        if (kn_rma.rank == 0)
+            kn_warn("the one-sided module could not be loaded into the agents (%s%s%s): accumulates, atomics and "
+                    "the agent and pack methods fail", knit_strerror(st), *knit_module_last_error(kn_rma.ctx) ? ": " : "",
+                    knit_module_last_error(kn_rma.ctx));
+    }
+}
+
 knit_status_t kn_rma_open(const kn_rma_params_t *p)
 {
     memset(&kn_rma, 0, sizeof(kn_rma));
@@ -28,20 +43,15 @@ knit_status_t kn_rma_open(const kn_rma_params_t *p)
     kn_rma.net = p->net && p->net->ops->mem_reg ? p->net : NULL;
     kn_rma.rank = p->rank;
     kn_rma.node = p->node;
+    kn_rma.agents = p->agents;
     kn_list_init(&kn_rma.open);
-    if (!p->agents) {
+    if (!p->agents)
         kn_rma.why_no_agent = "this job has no node agents (a singleton, or knitrun --no-offload)";
-        return KNIT_OK;
-    }
-    knit_status_t st = kn_off_load_builtin(p->ctx, "rma", kn_builtin_rma, kn_builtin_rma_len, &kn_rma.mod);
-    if (st != KNIT_OK) {
-        kn_rma.mod = NULL;
-        kn_rma.why_no_agent = "the agents' rma module could not be loaded";
-        if (p->rank == 0)
-            kn_warn("the one-sided module could not be loaded into the agents (%s%s%s): accumulates, atomics and "
-                    "the agent and pack methods fail", knit_strerror(st), *knit_module_last_error(p->ctx) ? ": " : "",
-                    knit_module_last_error(p->ctx));
-    }
+    else if (kn_cfg.rma_load == 1) /* init */
+        load_module();
+    else
+        kn_rma.why_no_agent = "the agents' module loads with the first window over every rank of the job, and no "
+                              "window came before this one's (KNIT_RMA_LOAD=init loads it at knit_init)";
     return KNIT_OK; /* the job goes on without it */
 }
 
@@ -61,6 +71,14 @@ typedef struct rec {
     uint64_t base, size, rkey;
     int64_t status;
 } rec_t;
+
+/* Every rank of the job creates a window over all of them at the same
+ * point of its calls: the moment for the job-wide load. */
+static void load_with(knit_comm_t *comm)
+{
+    if (kn_rma.agents && !kn_rma.load_tried && knit_comm_size(comm) == knit_size(kn_rma.ctx))
+        load_module();
+}
 
 static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *mem, knit_win_t **out)
 {
@@ -116,6 +134,7 @@ knit_status_t knit_win_create(knit_comm_t *comm, void *base, size_t size, knit_w
 {
     if (!usable(comm, out) || (size && !base))
         return KNIT_ERR_INVAL;
+    load_with(comm);
     return create(comm, size ? base : NULL, size, NULL, out);
 }
 
@@ -123,6 +142,7 @@ knit_status_t knit_mem_alloc(knit_comm_t *comm, size_t size, knit_win_t **out)
 {
     if (!usable(comm, out))
         return KNIT_ERR_INVAL;
+    load_with(comm);
     void *mem = NULL;
     /* a failure here still takes part in the allgather, so that every
      * member fails together */

@@ -13,6 +13,10 @@
  *                            rank 0 puts, gets, accumulates and fetch-adds
  *                            to it: each completes within the 2 s
  *   rma_test errors          bad descriptors and calls return errors
+ *   rma_test subcomm         a window over the even ranks only, made before
+ *                            any over the whole job: put and get work;
+ *                            accumulates need KNIT_RMA_LOAD=init (else they
+ *                            must say why they cannot)
  *   rma_test killagent       rank 0 keeps putting to the last rank through
  *                            the agents; the last rank kills its node's
  *                            agent mid-transfer (the job must end with
@@ -528,6 +532,40 @@ static void errors(void)
     CHECK(knit_put(win, buf, base, 0, t, 0, NULL) == KNIT_OK, "zero bytes");
 }
 
+/* ------------------------------------------------------------ subcomm */
+
+static void subcomm(void)
+{
+    int n = (size + 1) / 2, *ranks = malloc((size_t)n * sizeof(int));
+    CHECK(ranks, "no memory");
+    for (int i = 0; i < n; i++)
+        ranks[i] = 2 * i;
+    knit_comm_t *half = NULL;
+    OK(knit_comm_create(ctx, ranks, n, 7, &half));
+    snprintf(what, sizeof(what), "subcomm");
+    if (rank % 2 == 0) {
+        knit_win_t *w;
+        int64_t cell[4] = {0};
+        OK(knit_win_create(half, cell, sizeof(cell), &w));
+        int me = knit_comm_rank(half), t = (me + 1) % n;
+        int64_t v = me + 1;
+        OK(knit_put(w, &v, (int64_t *)knit_win_base(w, t), 8, t, KNIT_RMA_DIRECT, NULL));
+        knit_rma_acc_t acc = {KNIT_INT64, KNIT_OP_SUM, NULL};
+        knit_status_t st = knit_acc(w, &acc, &v, (int64_t *)knit_win_base(w, t) + 1, 8, t, 0, NULL);
+        const char *load = getenv("KNIT_RMA_LOAD");
+        int init = load && !strcmp(load, "init");
+        CHECK(st == (init ? KNIT_OK : KNIT_ERR_NOT_SUPPORTED), "accumulate on a window of part of the job: %s",
+              knit_strerror(st));
+        OK(knit_rma_barrier(w));
+        int from = (me + n - 1) % n;
+        CHECK(cell[0] == from + 1, "the put brought %lld", (long long)cell[0]);
+        CHECK(cell[1] == (init ? from + 1 : 0), "the accumulate brought %lld", (long long)cell[1]);
+        OK(knit_win_free(w));
+    }
+    knit_comm_destroy(half);
+    free(ranks);
+}
+
 /* ------------------------------------------------------------ killagent */
 
 static void killagent(void)
@@ -562,6 +600,14 @@ int main(int argc, char **argv)
     knit_agent_info_t ai;
     agents = knit_agent_info(ctx, &ai) == KNIT_OK;
     knit_comm_t *world = knit_comm_world(ctx);
+    if (!strcmp(cs, "subcomm")) { /* before any window over the whole job */
+        subcomm();
+        OK(knit_barrier(world));
+        if (rank == 0)
+            printf("ok %s\n", cs);
+        OK(knit_finalize(ctx));
+        return 0;
+    }
     OK(knit_mem_alloc(world, WIN, &win));
     mine = knit_win_base(win, rank);
     src = malloc(WIN);
