@@ -55,6 +55,22 @@ void bp_alltoall(const void *in, void *out, size_t len);
 void bp_iallreduce(const double *in, double *out, size_t count, bp_req_t *req);
 void bp_wait_coll(bp_req_t *req);
 
+/*
+ * One-sided, for bench/rma.c: one window of len bytes on every rank
+ * (MPI_Win_allocate; knit_mem_alloc).  bp_rma_strided moves nblk blocks
+ * of bsize bytes between local memory (blocks lstride apart) and rank's
+ * window (from byte roff, rstride apart): MPI_Put / MPI_Get of an
+ * MPI_Type_vector on both sides; knit_put_strided / knit_get_strided
+ * with method (0: KNIT_RMA_METHOD).  bp_win_fence ends the epoch: every
+ * transfer is complete at its target and every rank is there
+ * (MPI_Win_fence; knit_rma_barrier).
+ */
+void *bp_win_alloc(size_t len);
+void bp_rma_strided(int put, void *local, size_t lstride, size_t roff, size_t rstride, size_t bsize, size_t nblk,
+                    int rank, int method);
+void bp_win_fence(void);
+void bp_win_free(void);
+
 /* Ends the job (all ranks) with exit code 1 after printing msg. */
 void bp_abort(const char *msg) __attribute__((noreturn));
 

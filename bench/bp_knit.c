@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <knit.h>
+#include <knit/rma.h>
 
 #include "bp.h"
 
@@ -164,4 +165,36 @@ const char *bp_impl_name(void)
 const char *bp_impl_version(void)
 {
     return "knit " KNIT_VERSION_STRING " (native API)";
+}
+
+static knit_win_t *win;
+
+void *bp_win_alloc(size_t len)
+{
+    check(knit_mem_alloc(knit_comm_world(ctx), len, &win), "knit_mem_alloc");
+    return knit_win_base(win, knit_rank(ctx));
+}
+
+void bp_rma_strided(int put, void *local, size_t lstride, size_t roff, size_t rstride, size_t bsize, size_t nblk,
+                    int rank, int method)
+{
+    int64_t count[2] = {(int64_t)bsize, (int64_t)nblk}, ls[1] = {(int64_t)lstride}, rs[1] = {(int64_t)rstride};
+    char *remote = (char *)knit_win_base(win, rank) + roff;
+    if (put)
+        check(knit_put_strided(win, local, ls, remote, rs, count, 1, rank, (unsigned)method, NULL),
+              "knit_put_strided");
+    else
+        check(knit_get_strided(win, local, ls, remote, rs, count, 1, rank, (unsigned)method, NULL),
+              "knit_get_strided");
+}
+
+void bp_win_fence(void)
+{
+    check(knit_rma_barrier(win), "knit_rma_barrier");
+}
+
+void bp_win_free(void)
+{
+    check(knit_win_free(win), "knit_win_free");
+    win = NULL;
 }

@@ -223,3 +223,55 @@ const char *bp_impl_version(void)
     }
     return v;
 }
+
+static MPI_Win win;
+
+void *bp_win_alloc(size_t len)
+{
+    void *base = NULL;
+    check(MPI_Win_allocate((MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win), "MPI_Win_allocate");
+    check(MPI_Win_fence(0, win), "MPI_Win_fence");
+    return base;
+}
+
+/* The datatypes of the last shape, made once (as a program would). */
+static struct {
+    size_t lstride, rstride, bsize, nblk;
+    MPI_Datatype lt, rt;
+    int made;
+} shape;
+
+void bp_rma_strided(int put, void *local, size_t lstride, size_t roff, size_t rstride, size_t bsize, size_t nblk,
+                    int rank, int method)
+{
+    (void)method;
+    if (!shape.made || shape.lstride != lstride || shape.rstride != rstride || shape.bsize != bsize ||
+        shape.nblk != nblk) {
+        if (shape.made) {
+            MPI_Type_free(&shape.lt);
+            MPI_Type_free(&shape.rt);
+        }
+        check(MPI_Type_create_hvector(count_of(nblk), count_of(bsize), (MPI_Aint)lstride, MPI_BYTE, &shape.lt),
+              "MPI_Type_create_hvector");
+        check(MPI_Type_create_hvector(count_of(nblk), count_of(bsize), (MPI_Aint)rstride, MPI_BYTE, &shape.rt),
+              "MPI_Type_create_hvector");
+        check(MPI_Type_commit(&shape.lt), "MPI_Type_commit");
+        check(MPI_Type_commit(&shape.rt), "MPI_Type_commit");
+        shape.lstride = lstride, shape.rstride = rstride, shape.bsize = bsize, shape.nblk = nblk;
+        shape.made = 1;
+    }
+    if (put)
+        check(MPI_Put(local, 1, shape.lt, rank, (MPI_Aint)roff, 1, shape.rt, win), "MPI_Put");
+    else
+        check(MPI_Get(local, 1, shape.lt, rank, (MPI_Aint)roff, 1, shape.rt, win), "MPI_Get");
+}
+
+void bp_win_fence(void)
+{
+    check(MPI_Win_fence(0, win), "MPI_Win_fence");
+}
+
+void bp_win_free(void)
+{
+    check(MPI_Win_free(&win), "MPI_Win_free");
+}

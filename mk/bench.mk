@@ -9,7 +9,7 @@
 # The programs use bench/bp.h; here they are linked with bp_knit.c (knit's
 # native API).  bench/compare builds the same sources with each MPI's mpicc.
 
-BENCH_PROGS  := pingpong bw bibw msgrate coll overlap
+BENCH_PROGS  := pingpong bw bibw msgrate coll overlap rma
 BENCH_BINS   := $(BENCH_PROGS:%=$(BUILD)/bench/%)
 BENCH_LIMITS := $(BUILD)/bench/limits
 BENCH_OBJS   := $(BUILD)/obj/bench/common.o $(BUILD)/obj/bench/bp_knit.o

@@ -32,6 +32,7 @@ typedef struct xfer {
     kn_rma_seg_t *segs;            /* list form (malloc'ed) */
     uint64_t nseg;
     uint64_t total, nblocks, bsize;
+    uint64_t lext, rext;           /* strided: bytes from the first to past the last byte, per side */
     knit_rma_acc_t acc;
     uint32_t aop;                  /* RMW */
     uint64_t operand, compare;
@@ -140,8 +141,19 @@ static int req_cond(void *arg)
 
 static knit_status_t wait_one(knit_rma_req_t *r)
 {
-    if (!poll_req(r))
-        knit_wait_until(kn_rma.ctx, req_cond, r);
+    if (poll_req(r))
+        return r->status;
+    if (r->mreq) { /* the offload layer's wait: it knows when to leave the cpu to the agent */
+        size_t len = 0;
+        knit_status_t st = knit_request_wait(&r->mreq, &r->result, sizeof(r->result), &len);
+        if (st == KNIT_ERR_RANGE)
+            st = KNIT_ERR_FAULT;
+        if (st == KNIT_OK && r->unpacking)
+            unpack(r);
+        finish(r, st);
+        return r->status;
+    }
+    knit_wait_until(kn_rma.ctx, req_cond, r);
     return r->status;
 }
 
@@ -249,6 +261,41 @@ knit_status_t knit_rma_barrier(knit_win_t *w)
 }
 
 /* ------------------------------------------------------------ direct */
+
+/* Within a node, the target's window in memory this process maps (the
+ * peer's shared heap; oneself): plain copies, block by block. */
+static int direct_mapped(kn_tl_t *tl, int job, const xfer_t *x)
+{
+    if (!tl->ops->map || x->segs || kn_mem_implausible((void *)(uintptr_t)x->laddr, x->lext))
+        return 0;
+    char *r = tl->ops->map(tl, job, x->raddr, x->rext);
+    if (!r)
+        return 0;
+    char *l = (char *)(uintptr_t)x->laddr;
+    int put = x->kind == KN_RMA_K_PUT;
+    const kn_rma_desc_t *ld = &x->ldesc, *rd = &x->rdesc;
+    int64_t idx[KN_RMA_MOD_LEVELS + 1] = {0};
+    uint64_t lo = 0, ro = 0, bs = x->bsize;
+    for (uint64_t b = 0; b < x->nblocks; b++) {
+        char *d = put ? r + ro : l + lo, *sp = put ? l + lo : r + ro;
+        switch (bs) { /* the small sizes as single moves */
+        case 4: { uint32_t v; memcpy(&v, sp, 4); memcpy(d, &v, 4); break; }
+        case 8: { uint64_t v; memcpy(&v, sp, 8); memcpy(d, &v, 8); break; }
+        case 16: { char v[16]; memcpy(v, sp, 16); memcpy(d, v, 16); break; }
+        default: memmove(d, sp, bs);
+        }
+        for (uint32_t i = 1; i <= ld->levels; i++) {
+            lo += (uint64_t)ld->stride[i - 1];
+            ro += (uint64_t)rd->stride[i - 1];
+            if (++idx[i] < ld->count[i])
+                break;
+            lo -= (uint64_t)(ld->count[i] * ld->stride[i - 1]);
+            ro -= (uint64_t)(rd->count[i] * rd->stride[i - 1]);
+            idx[i] = 0;
+        }
+    }
+    return 1;
+}
 
 /* Within a node: the transport's vectored copy, KN_RMA_IOV pieces a side
  * per call (a side's contiguous pieces merged). */
@@ -524,7 +571,9 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
         unsigned m = knit_rma_method_of(w, flags, rank, x->bsize, x->nblocks);
         kn_tl_t *tl = kn_p2p_tl(kn_rma.p2p, job);
         if (m == KNIT_RMA_DIRECT) {
-            if (tl && tl->ops->rwv)
+            if (tl && direct_mapped(tl, job, x))
+                st = KNIT_OK;
+            else if (tl && tl->ops->rwv)
                 st = direct_vec(tl, job, x);
             else if (tl && tl->ops->put && (tl->ops->caps(tl, job) & KN_TL_CAP_RMA))
                 st = direct_rdma(tl, job, w->peer[rank].rkey, x, r);
@@ -594,12 +643,18 @@ static knit_status_t strided(knit_win_t *w, int kind, const void *src, const int
     if (!x->total)
         return KNIT_OK;
     extent = x->bsize;
+    uint64_t lext = x->bsize;
     for (int i = 1; i <= levels; i++) {
         uint64_t reach = (uint64_t)(count[i] - 1) * (uint64_t)rstride[i - 1];
-        if (rstride[i - 1] && reach / (uint64_t)rstride[i - 1] != (uint64_t)(count[i] - 1))
+        uint64_t lreach = (uint64_t)(count[i] - 1) * (uint64_t)lstride[i - 1];
+        if ((rstride[i - 1] && reach / (uint64_t)rstride[i - 1] != (uint64_t)(count[i] - 1)) ||
+            (lstride[i - 1] && lreach / (uint64_t)lstride[i - 1] != (uint64_t)(count[i] - 1)))
             return KNIT_ERR_RANGE;
         extent += reach;
+        lext += lreach;
     }
+    x->rext = extent;
+    x->lext = lext;
     if (!in_window(w, rank, x->raddr, extent)) {
         kn_error("one-sided %s of %llu bytes at %#llx in rank %d: outside its window [%#llx, +%llu)",
                  kind == KN_RMA_K_GET ? "get" : kind == KN_RMA_K_ACC ? "accumulate" : "put",

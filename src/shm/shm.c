@@ -899,6 +899,7 @@ static const kn_tl_ops_t shm_ops = {
     .get = kn_shm_get,
     .put = kn_shm_put,
     .rwv = kn_shm_rwv,
+    .map = kn_shm_map,
     .arm = shm_arm,
     .disarm = shm_disarm,
     .wake = shm_wake,

@@ -239,6 +239,7 @@ knit_status_t kn_shm_get(kn_tl_t *tl, int peer, void *local, size_t len, uint64_
                          kn_tl_comp_t *comp);
 /* the vectored copy (tl.h rwv): at most KN_SHM_RWV_MAX pieces a side */
 #define KN_SHM_RWV_MAX 1024
+void *kn_shm_map(kn_tl_t *tl, int peer, uint64_t raddr, size_t len);
 knit_status_t kn_shm_rwv(kn_tl_t *tl, int peer, int write, const struct iovec *local, int nl,
                         const struct iovec *remote, int nr);
 knit_status_t kn_shm_put(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr, uint64_t rkey,

@@ -130,6 +130,10 @@ typedef struct kn_tl_ops {
      * KNIT_ERR_NOT_SUPPORTED: not to this peer.  NULL: not offered. */
     knit_status_t (*rwv)(kn_tl_t *tl, int peer, int write, const struct iovec *local, int nl,
                          const struct iovec *remote, int nr);
+    /* Where [raddr, raddr + len) of peer's memory is mapped in this
+     * process (memory the peer shares: its heap), NULL where it is not:
+     * plain loads and stores reach it.  NULL op: never. */
+    void *(*map)(kn_tl_t *tl, int peer, uint64_t raddr, size_t len);
     /* Make [buf, buf+len) reachable by peers' get/put; *rkey goes to the
      * peer, *memh back to mem_dereg.  NULL ops: no registration needed
      * (rkey 0). */
