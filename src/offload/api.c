@@ -28,6 +28,7 @@
 #include "util/config.h"
 #include "util/cpus.h"
 #include "util/env.h"
+#include "util/heap.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -554,6 +555,8 @@ knit_status_t kn_off_open(const kn_off_params_t *p)
         return KNIT_ERR_IO;
     }
     kn_off_hello_t h = {.magic = KN_OFF_MAGIC, .version = KN_OFF_VERSION, .rank = p->rank, .pid = getpid()};
+    if (!kn_heap_export(&h.heap_base, &h.heap_size, &h.heap_fd))
+        h.heap_size = 0, h.heap_fd = -1;
     const char *cookie = getenv(KN_ENV_COOKIE);
     snprintf(h.cookie, sizeof(h.cookie), "%s", cookie ? cookie : "");
     union {

@@ -37,7 +37,7 @@
 #include "util/list.h"
 
 #define KN_OFF_MAGIC 0x666f6e6bu /* "knof" */
-#define KN_OFF_VERSION 1
+#define KN_OFF_VERSION 2
 #define KN_OFF_ENTRIES 64u
 #define KN_OFF_INLINE 200u
 #define KN_OFF_MOD_SLOTS 64u        /* modules loaded at once in a job */
@@ -144,6 +144,11 @@ typedef struct kn_off_hello {
     uint32_t magic, version;
     int32_t rank, pid;
     char cookie[64];
+    /* the rank's shared heap (util/heap.h; size 0: none): the agent maps
+     * it and reads and writes blocks there with memcpy instead of
+     * cross-memory attach */
+    uint64_t heap_base, heap_size;
+    int32_t heap_fd, reserved;
 } kn_off_hello_t;
 
 typedef struct kn_off_hello_reply {
