@@ -10,6 +10,7 @@
 #include "knit.h"
 #include "knit/module.h"
 #include "net/net.h"
+#include "rma/rma.h"
 #include "shm/shm.h"
 #include "util/config.h"
 #include "util/cpus.h"
@@ -18,12 +19,14 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: knit-info [-e] [--tunables-md] [--shm N] [-h]\n"
+    fprintf(f, "usage: knit-info [-e] [--tunables-md] [--shm N] [--rma] [-h]\n"
                "  (no option)      version, mechanisms available here, thresholds in force\n"
                "  -e, --tunables   every tunable: value in force, default, help\n"
                "  --tunables-md    the tunables as a Markdown table (docs/tunables.md)\n"
                "  --shm N          the shared memory a node of N ranks takes, file by file\n"
-               "                   (with the tunables in force; KNIT_OFFLOAD=0: no agent)\n");
+               "                   (with the tunables in force; KNIT_OFFLOAD=0: no agent)\n"
+               "  --rma            the one-sided cost model measured here, and the method\n"
+               "                   KNIT_RMA_METHOD=auto picks for a table of shapes\n");
 }
 
 static void show_size(const char *what, const char *name)
@@ -172,12 +175,44 @@ static int show_shm(const char *arg)
     return 0;
 }
 
+/* knit-info --rma: the model's parameters, measured now, and auto's
+ * choice per shape (docs/rma.md, "Choosing a method"). */
+static int show_rma(void)
+{
+    const kn_rma_model_t *m = kn_rma_model();
+    char meth[32];
+    kn_config_format(kn_config_find("RMA_METHOD"), &kn_cfg, meth, sizeof(meth));
+    printf("one-sided cost model (measured in this process):\n");
+    printf("  ts_cma  one cross-memory-attach call    %8.1f ns\n", m->ts_cma);
+    printf("  tn_cma  cross-memory attach per byte    %8.4f ns (%.1f GB/s)\n", m->tn_cma,
+           m->tn_cma > 0 ? 1 / m->tn_cma : 0);
+    printf("  ts_cp   one small memcpy                %8.1f ns\n", m->ts_cp);
+    printf("  tm      memcpy per byte                 %8.4f ns (%.1f GB/s)\n", m->tm, m->tm > 0 ? 1 / m->tm : 0);
+    printf("method in force: %s (KNIT_RMA_METHOD)\n", meth);
+    printf("auto's choice: within a node direct; to another node, by the origin's memory\n");
+    printf("  %8s %6s   %-22s   %-22s\n", "block", "blocks", "shared heap (agent/pack us)",
+           "other memory (agent/pack us)");
+    static const size_t bs[] = {8, 64, 512, 4096, 65536}, nb[] = {1, 16, 256, 1024, 4096};
+    for (size_t i = 0; i < sizeof(bs) / sizeof(bs[0]); i++)
+        for (size_t j = 0; j < sizeof(nb) / sizeof(nb[0]); j++) {
+            char a[2][48];
+            for (int mapped = 1; mapped >= 0; mapped--)
+                snprintf(a[!mapped], sizeof(a[0]), "%-6s %7.2f/%-7.2f",
+                         knit_rma_method_name(kn_rma_auto(0, bs[i], nb[j], mapped)),
+                         kn_rma_cost(KNIT_RMA_AGENT, bs[i], nb[j], mapped) / 1e3,
+                         kn_rma_cost(KNIT_RMA_PACK, bs[i], nb[j], mapped) / 1e3);
+            printf("  %8zu %6zu   %-27s   %s\n", bs[i], nb[j], a[0], a[1]);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"tunables", no_argument, NULL, 'e'},
         {"tunables-md", no_argument, NULL, 'M'},
         {"shm", required_argument, NULL, 'S'},
+        {"rma", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -188,6 +223,7 @@ int main(int argc, char **argv)
         case 'e': mode = 'e'; break;
         case 'M': mode = 'M'; break;
         case 'S': mode = 'S'; shm_arg = optarg; break;
+        case 'R': mode = 'R'; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -203,6 +239,8 @@ int main(int argc, char **argv)
     int bad = kn_config_load() != KNIT_OK;
     if (mode == 'S')
         return bad ? 1 : show_shm(shm_arg);
+    if (mode == 'R')
+        return bad ? 1 : show_rma();
     if (mode == 'e')
         kn_config_print(stdout);
     else

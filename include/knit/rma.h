@@ -76,10 +76,11 @@ knit_comm_t *knit_win_comm(const knit_win_t *win);
 #define KNIT_RMA_METHOD_MASK 0xfu
 
 knit_status_t knit_win_set_method(knit_win_t *win, unsigned method);
-/* The method a call with these flags and shape would use (after AUTO
- * and DEFAULT are resolved): for tools and tests. */
-unsigned knit_rma_method_of(const knit_win_t *win, unsigned flags, int rank, size_t block_bytes,
-                            size_t nblocks);
+/* The method a call with these flags would use for nblocks blocks of
+ * block_bytes from (to) local (after AUTO and DEFAULT are resolved): for
+ * tools and tests. */
+unsigned knit_rma_method_of(const knit_win_t *win, unsigned flags, int rank, const void *local,
+                            size_t block_bytes, size_t nblocks);
 /* "direct", "agent", "pack", "auto" or "default" */
 const char *knit_rma_method_name(unsigned method);
 

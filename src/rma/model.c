@@ -1,20 +1,24 @@
 /*
  * The cost model behind KNIT_RMA_AUTO (docs/rma.md, "Choosing a method"),
  * measured in this process the first time it is needed (about 2 ms):
- *   ts_cma  one cross-memory-attach call (the per-block cost of every
- *           method that walks blocks: the rank's direct copies within a
- *           node, the agents' reads and writes)
- *   tn_cma  its cost per byte
- *   tm      memcpy per byte (packing)
- * Within a node the direct method moves up to 1024 blocks a call
- * (process_vm_writev with both sides' pieces): no other method does
- * fewer calls or copies, so auto takes it.  Between nodes the agents
- * carry the data (the direct method would need the target's progress
- * with a manual-progress provider): the agent method reads each origin
- * block with one call, the pack method packs them (memcpy) and the agent
- * reads one buffer; the target agent writes the blocks either way, so
- *   T_agent - T_pack = (k - 1) * ts_cma - N * tm
- * and auto packs when that is positive.
+ *   ts_cma  one cross-memory-attach call: what a block costs where it
+ *           must be reached that way
+ *   tn_cma  cross-memory attach per byte
+ *   ts_cp   one small memcpy (a block in memory mapped here: the peer's
+ *           or the rank's shared heap, which the agents map too)
+ *   tm      memcpy per byte
+ * Within a node the direct method moves a window in the peer's shared
+ * heap with plain copies and anything else with up to 1024 blocks a
+ * call: no other method does fewer calls or copies, so auto takes it.
+ * Between nodes the agents carry the data (the direct method would need
+ * the target's progress with a manual-progress provider); the target's
+ * agent writes the blocks either way, so the two differ at the origin:
+ *   agent   its agent reads the k blocks:   k * c + N * n
+ *   pack    the rank packs them, its agent reads one buffer:
+ *           k * ts_cp + N * tm + c + N * n
+ * with c, n = ts_cp, tm for an origin buffer in the rank's shared heap,
+ * ts_cma, tn_cma otherwise; auto takes the cheaper (agent on a tie: the
+ * rank is free at once).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,18 @@ static void measure(void)
             best = d;
     }
     M.tm = best / (double)big;
+    /* small copies, one call each (8 bytes, strided as a block walk is) */
+    best = 1e18;
+    for (int t = 0; t < 3; t++) {
+        uint64_t t0 = kn_time_ns();
+        for (size_t i = 0; i < 4096; i++)
+            memcpy(a + i * 64, b + i * 128, 8);
+        __asm__ volatile("" ::"r"(a) : "memory");
+        double d = (double)(kn_time_ns() - t0) / 4096;
+        if (d < best)
+            best = d;
+    }
+    M.ts_cp = best;
     free(a);
     free(b);
     measured = 1;
@@ -82,11 +98,22 @@ const kn_rma_model_t *kn_rma_model(void)
     return &M;
 }
 
-unsigned kn_rma_auto(int same_node, size_t bsize, size_t nblocks)
+double kn_rma_cost(unsigned method, size_t bsize, size_t nblocks, int local_mapped)
+{
+    const kn_rma_model_t *m = kn_rma_model();
+    double k = (double)nblocks, n = (double)bsize * k;
+    double c = local_mapped ? m->ts_cp : m->ts_cma, per = local_mapped ? m->tm : m->tn_cma;
+    if (method == KNIT_RMA_PACK)
+        return k * m->ts_cp + n * m->tm + c + n * per;
+    return k * c + n * per;
+}
+
+unsigned kn_rma_auto(int same_node, size_t bsize, size_t nblocks, int local_mapped)
 {
     if (same_node)
         return KNIT_RMA_DIRECT;
-    const kn_rma_model_t *m = kn_rma_model();
-    double n = (double)bsize * (double)nblocks;
-    return nblocks > 1 && (double)(nblocks - 1) * m->ts_cma > n * m->tm ? KNIT_RMA_PACK : KNIT_RMA_AGENT;
+    return kn_rma_cost(KNIT_RMA_PACK, bsize, nblocks, local_mapped) <
+                   kn_rma_cost(KNIT_RMA_AGENT, bsize, nblocks, local_mapped)
+               ? KNIT_RMA_PACK
+               : KNIT_RMA_AGENT;
 }

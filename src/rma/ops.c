@@ -568,7 +568,9 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
             st = KNIT_ERR_NOT_SUPPORTED;
         }
     } else {
-        unsigned m = knit_rma_method_of(w, flags, rank, x->bsize, x->nblocks);
+        unsigned m = knit_rma_method_of(w, flags, rank, x->segs ? (void *)(uintptr_t)x->segs[0].laddr
+                                                                : (void *)(uintptr_t)x->laddr,
+                                        x->bsize, x->nblocks);
         kn_tl_t *tl = kn_p2p_tl(kn_rma.p2p, job);
         if (m == KNIT_RMA_DIRECT) {
             if (tl && direct_mapped(tl, job, x))

@@ -64,16 +64,21 @@ void kn_rma_close(void);
 /* ops.c: wait for every request of win (to rank, or all: rank -1). */
 knit_status_t kn_rma_wait_win(knit_win_t *win, int rank);
 
-/* model.c: the cost model (t_s, t_n, t_m per locality) and the choice. */
+/* model.c: the cost model (docs/rma.md, "Choosing a method") and the
+ * choice. */
 typedef struct kn_rma_model {
     double ts_cma;         /* one cross-memory-attach call, ns */
-    double tm;             /* memcpy, ns per byte */
     double tn_cma;         /* cross-memory attach, ns per byte */
-    double ts_agent;       /* a request through the agent and back, ns */
+    double ts_cp;          /* one small memcpy, ns */
+    double tm;             /* memcpy, ns per byte */
 } kn_rma_model_t;
 const kn_rma_model_t *kn_rma_model(void);
-/* The method auto picks for a transfer of nblocks blocks of bsize bytes
- * to a target on this node (same_node) or another. */
-unsigned kn_rma_auto(int same_node, size_t bsize, size_t nblocks);
+/* The origin's cost of nblocks blocks of bsize bytes to another node by
+ * the agent or the pack method (ns), the origin's blocks in memory the
+ * agent maps (local_mapped) or not. */
+double kn_rma_cost(unsigned method, size_t bsize, size_t nblocks, int local_mapped);
+/* The method auto picks for such a transfer to a target on this node
+ * (same_node) or another. */
+unsigned kn_rma_auto(int same_node, size_t bsize, size_t nblocks, int local_mapped);
 
 #endif

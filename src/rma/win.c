@@ -13,6 +13,7 @@
 #include "offload/offload.h"
 #include "rma/rma.h"
 #include "util/config.h"
+#include "util/heap.h"
 #include "util/log.h"
 
 extern const unsigned char kn_builtin_rma[];
@@ -210,7 +211,8 @@ const char *knit_rma_method_name(unsigned method)
     return method <= KNIT_RMA_AUTO ? names[method] : "?";
 }
 
-unsigned knit_rma_method_of(const knit_win_t *w, unsigned flags, int rank, size_t bsize, size_t nblocks)
+unsigned knit_rma_method_of(const knit_win_t *w, unsigned flags, int rank, const void *local, size_t bsize,
+                            size_t nblocks)
 {
     unsigned m = flags & KNIT_RMA_METHOD_MASK;
     if (m == KNIT_RMA_DEFAULT)
@@ -219,5 +221,5 @@ unsigned knit_rma_method_of(const knit_win_t *w, unsigned flags, int rank, size_
         return m;
     int same = !w || rank < 0 || rank >= w->n ||
                knit_node_of(kn_rma.ctx, w->peer[rank].job) == kn_rma.node;
-    return kn_rma_auto(same, bsize, nblocks);
+    return kn_rma_auto(same, bsize, nblocks, local && kn_heap_owns(local));
 }
