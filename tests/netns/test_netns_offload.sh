@@ -35,6 +35,17 @@ else
     fail netns.offload.coll.tree "status $RC: $(grep -c 'coll *queue in' "$ERR") ranks through the agents; $(verdicts)"
 fi
 
+# one-sided operations across hosts: every method, atomics and concurrent
+# accumulates, a target that computes without knit calls
+for m in direct agent pack auto; do
+    run "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 110 "$JOBBIN/rma_test" sweep "$m"
+    expect_ok "netns.rma.sweep.$m" sweep
+done
+run "$KNITRUN" --hosts "$H1,$H2,$H3" -n 6 --timeout 90 "$JOBBIN/rma_test" atomics
+expect_ok netns.rma.atomics atomics
+run "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 "$JOBBIN/rma_test" passive auto
+expect_ok netns.rma.passive passive
+
 # the daemons talked over the bridge, and nothing is left in the namespaces
 run env KNIT_LOG_LEVEL=info "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 "$T" "$M" paths agent
 inns=$(ip netns pids "$H1"; ip netns pids "$H2")
