@@ -56,6 +56,7 @@ struct knit_rma_req {
     xfer_t unpack;                 /* pack get: the local side to unpack into */
     int unpacking;
     size_t pending;                /* direct between nodes: copies in flight */
+    int starting;                  /* still being issued: not done, whatever else says */
     dcomp_t *comps;
 };
 
@@ -129,7 +130,7 @@ static int poll_req(knit_rma_req_t *r)
         finish(r, st);
         return 1;
     }
-    if (!r->pending)
+    if (!r->pending && !r->starting)
         finish(r, r->status);
     return r->done;
 }
@@ -548,6 +549,7 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
     }
     r->win = w;
     r->rank = rank;
+    r->starting = 1; /* waits for room at the agent (any_cond) must not take it for done */
     kn_list_push_back(&w->reqs, &r->wlink);
     kn_list_push_back(&kn_rma.open, &r->olink);
     kn_rma.nopen++;
@@ -589,6 +591,7 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
         }
     }
     free(x->segs);
+    r->starting = 0;
     if (st != KNIT_OK && r->mreq == NULL && r->pending == 0) { /* failed at once: no request */
         finish(r, st);
         req_free(r);

@@ -12,6 +12,9 @@
  *   rma_test passive METHOD  rank 1 computes for 2 s without knit calls while
  *                            rank 0 puts, gets, accumulates and fetch-adds
  *                            to it: each completes within the 2 s
+ *   rma_test many METHOD     2000 nonblocking puts in flight, tested now and
+ *                            then while more are issued (more than the
+ *                            agent's queue holds)
  *   rma_test errors          bad descriptors and calls return errors
  *   rma_test subcomm         a window over the even ranks only, made before
  *                            any over the whole job: put and get work;
@@ -491,6 +494,41 @@ static void passive(const char *mname)
     }
 }
 
+/* ------------------------------------------------------------ many in flight */
+
+static void many(const char *mname)
+{
+    unsigned method = !strcmp(mname, "direct") ? KNIT_RMA_DIRECT : !strcmp(mname, "agent") ? KNIT_RMA_AGENT
+                      : !strcmp(mname, "pack") ? KNIT_RMA_PACK : KNIT_RMA_AUTO;
+    const int n = 2000;
+    int t = (rank + 1) % size, from = (rank + size - 1) % size;
+    double *sv = malloc(n * sizeof(double));
+    knit_rma_req_t **reqs = calloc(n, sizeof(*reqs));
+    CHECK(sv && reqs, "no memory");
+    memset(mine, 0, n * sizeof(double));
+    OK(knit_barrier(knit_comm_world(ctx)));
+    double *dt = knit_win_base(win, t);
+    snprintf(what, sizeof(what), "%s: many in flight", mname);
+    for (int k = 0; k < n; k++) {
+        sv[k] = k * 0.5 + rank;
+        OK(knit_put(win, &sv[k], dt + k, sizeof(double), t, method, &reqs[k]));
+        if (k % 256 == 255)
+            for (int j = 0; j <= k; j++)
+                if (reqs[j]) {
+                    int done = 0;
+                    OK(knit_rma_test(&reqs[j], &done));
+                    CHECK(done == (reqs[j] == NULL), "test said %d", done);
+                }
+    }
+    OK(knit_rma_waitall(n, reqs));
+    OK(knit_rma_barrier(win));
+    const double *got = (const double *)mine;
+    for (int k = 0; k < n; k++)
+        CHECK(got[k] == k * 0.5 + from, "element %d is %g", k, got[k]);
+    free(sv);
+    free(reqs);
+}
+
 /* ------------------------------------------------------------ errors */
 
 static void errors(void)
@@ -621,6 +659,8 @@ int main(int argc, char **argv)
         passive(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "errors"))
         errors();
+    else if (!strcmp(cs, "many"))
+        many(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "killagent"))
         killagent();
     else {

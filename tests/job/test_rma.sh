@@ -22,6 +22,12 @@ expect_ok rma.sweep.auto.n4.nodes2 sweep
 run "$KNITRUN" -n 2 --nodes 2 --timeout 110 -x KNIT_RMA_METHOD=pack "$T" sweep default
 expect_ok rma.sweep.env_pack.nodes2 sweep
 
+# more requests in flight than the agent's queue holds, tested as they go
+for m in direct agent pack; do
+    run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" many "$m"
+    expect_ok "rma.many_in_flight.$m" many
+done
+
 # fetch-and-add from every rank, a lock by compare-and-swap, 4 (and 8)
 # ranks accumulating into one region at once
 for lay in "4 1" "4 2" "8 2" "8 4"; do
