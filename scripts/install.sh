@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make install: scripts/install.sh BUILD PREFIX
-# Installs headers (knit.h, knit/*.h, mpi.h), libknit and libknitmpi (.a,
-# .so and their soname links), the tools and daemons of BUILD/bin, knitcc
-# (and mpicc, unless PREFIX/bin already holds an mpicc that is not knit's:
-# the system's mpicc is never replaced), built modules, and knit.pc.
+# Installs headers (knit.h, knit/*.h, mpi.h, armci.h, armci_msg.h),
+# libknit, libknitmpi and libknitarmci (.a, .so and their soname links),
+# the tools and daemons of BUILD/bin, knitcc (and mpicc, unless PREFIX/bin
+# already holds an mpicc that is not knit's: the system's mpicc is never
+# replaced), built modules, and knit.pc.
 set -eu
 BUILD=${1:?usage: install.sh BUILD PREFIX}
 PREFIX=${2:?usage: install.sh BUILD PREFIX}
@@ -16,10 +17,10 @@ CC_USED=${CC:-cc}
 
 install -d "$PREFIX/bin" "$PREFIX/include/knit" "$PREFIX/lib/pkgconfig"
 install -m 644 include/knit.h "$PREFIX/include/"
-[ -f include/mpi.h ] && install -m 644 include/mpi.h "$PREFIX/include/"
+for h in include/mpi.h include/armci.h include/armci_msg.h; do [ -f "$h" ] && install -m 644 "$h" "$PREFIX/include/"; done
 for h in include/knit/*.h; do [ -f "$h" ] && install -m 644 "$h" "$PREFIX/include/knit/"; done
 
-for lib in libknit libknitmpi; do
+for lib in libknit libknitmpi libknitarmci; do
     [ -f "$BUILD/lib/$lib.a" ] && install -m 644 "$BUILD/lib/$lib.a" "$PREFIX/lib/"
     if [ -f "$BUILD/lib/$lib.so" ]; then
         install -m 755 "$BUILD/lib/$lib.so" "$PREFIX/lib/$lib.so.$VERSION"
@@ -59,7 +60,7 @@ libdir=\${prefix}/lib
 includedir=\${prefix}/include
 
 Name: knit
-Description: cluster communication system (native API and MPI subset)
+Description: cluster communication system (native API, MPI subset and ARMCI)
 Version: $VERSION
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lknit
