@@ -45,3 +45,24 @@ OVERLAP_ARGS ?= 4 5 8,1k,64k
 .PHONY: bench-overlap
 bench-overlap: all
 	$(Q)bash bench/overlap.sh $(BUILD) $(OVERLAP_ARGS)
+
+# Application kernels over the one-sided layer (knit's native API only):
+# a 3-D halo exchange with strided faces, and SRUMMA with OpenBLAS's dgemm
+# (docs/benchmarks.md, "One-sided kernels").
+OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+OPENBLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+$(BUILD)/obj/bench/srumma.o: CPPFLAGS += $(OPENBLAS_CFLAGS)
+$(BUILD)/bench/halo3d: $(BUILD)/obj/bench/halo3d.o $(LIBKNIT_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIBKNIT_A) $(LIBS) -lm
+$(BUILD)/bench/srumma: $(BUILD)/obj/bench/srumma.o $(LIBKNIT_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIBKNIT_A) $(LIBS) $(OPENBLAS_LIBS) -lm
+ALL_TARGETS += $(BUILD)/bench/halo3d $(BUILD)/bench/srumma
+bench-progs: $(BUILD)/bench/halo3d $(BUILD)/bench/srumma
+# the kernel's limit for a strided transfer within a node (bench/rma.py)
+$(BUILD)/bench/cma_limit: $(BUILD)/obj/bench/cma_limit.o
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $<
+ALL_TARGETS += $(BUILD)/bench/cma_limit
+bench-progs: $(BUILD)/bench/cma_limit

@@ -11,7 +11,10 @@
  * otherwise).
  *
  * Completion.  With req NULL a call returns once the operation is complete
- * at the target (the data is in place, the atomic done).  With a req it
+ * at the target (the data is in place, the atomic done).  The descriptor
+ * arrays (counts, strides, I/O vectors) and the accumulate's description
+ * are read during the call; the data buffers belong to knit until the
+ * operation completes.  With a req it
  * returns at once; the request completes, without further calls from the
  * caller where the node's agent carries it, once the operation is complete
  * at the target; knit_rma_wait/knit_rma_test end it.  knit_rma_fence
@@ -173,8 +176,9 @@ knit_status_t knit_rma_wait(knit_rma_req_t **req);
 knit_status_t knit_rma_waitall(size_t n, knit_rma_req_t **reqs);
 
 /* Every operation of this rank to rank (fence) or to anyone (fence_all)
- * on this window is complete at its target on return; the first error
- * of an operation whose request was already freed is returned. */
+ * on this window is complete at its target on return.  An operation's
+ * error goes to its own call or request (knit_rma_wait/test), not to the
+ * fence. */
 knit_status_t knit_rma_fence(knit_win_t *win, int rank);
 knit_status_t knit_rma_fence_all(knit_win_t *win);
 /* Collective: fence_all, then a barrier of the window's communicator. */

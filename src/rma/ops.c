@@ -190,10 +190,8 @@ knit_status_t kn_rma_wait_win(knit_win_t *w, int rank)
 {
     winwait_t ww = {w, rank};
     if (!win_cond(&ww))
-        knit_wait_until(kn_rma.ctx, win_cond, &ww);
-    knit_status_t st = w->error;
-    w->error = KNIT_OK;
-    return st;
+        return knit_wait_until(kn_rma.ctx, win_cond, &ww);
+    return KNIT_OK;
 }
 
 knit_status_t knit_rma_test(knit_rma_req_t **req, int *done)

@@ -30,7 +30,6 @@ struct knit_win {
     void *mem;             /* knit_mem_alloc's */
     unsigned method;       /* KNIT_RMA_* (not DEFAULT) */
     kn_list_t reqs;        /* requests not yet complete */
-    knit_status_t error;   /* first error of a request nobody waits for */
 };
 
 /* The layer's state (one context per process). */
