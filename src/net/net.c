@@ -110,6 +110,7 @@ typedef struct rma_op {
     kn_tl_comp_t *comp;
     rc_entry_t *lreg;
     int write;
+    int dc;           /* the completion must say the data is in the peer's memory */
     void *local;
     size_t len;
     uint64_t raddr, rkey;
@@ -545,7 +546,7 @@ static ssize_t rma_post(net_tl_t *n, rma_op_t *o)
     void *desc = o->lreg ? o->lreg->desc : NULL;
     if (!o->write)
         return fi_read(n->ep, o->local, o->len, desc, pe->addr, o->raddr, o->rkey, &o->op.fctx);
-    if (!n->write_dc)
+    if (!n->write_dc && !o->dc)
         return fi_write(n->ep, o->local, o->len, desc, pe->addr, o->raddr, o->rkey, &o->op.fctx);
     struct iovec iov = {o->local, o->len};
     struct fi_rma_iov riov = {o->raddr, o->len, o->rkey};
@@ -557,7 +558,7 @@ static ssize_t rma_post(net_tl_t *n, rma_op_t *o)
 }
 
 static knit_status_t net_rma(net_tl_t *n, int peer, int write, void *local, size_t len, uint64_t raddr,
-                             uint64_t rkey, kn_tl_comp_t *comp)
+                             uint64_t rkey, kn_tl_comp_t *comp, int dc)
 {
     rma_op_t *o = kn_pool_get(&n->rma_pool);
     if (!o)
@@ -567,6 +568,7 @@ static knit_status_t net_rma(net_tl_t *n, int peer, int write, void *local, size
     o->op.peer = peer;
     o->comp = comp;
     o->write = write;
+    o->dc = dc;
     o->local = local;
     o->len = len;
     o->raddr = n->mr_virt ? raddr : raddr - (rkey & ~(PAGE - 1)); /* offset (see mr_register) */
@@ -606,13 +608,22 @@ static knit_status_t net_rma(net_tl_t *n, int peer, int write, void *local, size
 static knit_status_t net_get(kn_tl_t *tl, int peer, void *local, size_t len, uint64_t raddr, uint64_t rkey,
                              kn_tl_comp_t *comp)
 {
-    return net_rma(net_of(tl), peer, 0, local, len, raddr, rkey, comp);
+    return net_rma(net_of(tl), peer, 0, local, len, raddr, rkey, comp, 0);
 }
 
 static knit_status_t net_put(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
                              uint64_t rkey, kn_tl_comp_t *comp)
 {
-    return net_rma(net_of(tl), peer, 1, (void *)local, len, raddr, rkey, comp);
+    return net_rma(net_of(tl), peer, 1, (void *)local, len, raddr, rkey, comp, 0);
+}
+
+/* One-sided puts: complete once the data is in the peer's memory (a plain
+ * completion may only say that it left; the engine's own puts rely on
+ * sends being ordered after writes instead). */
+static knit_status_t net_put_remote(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
+                                    uint64_t rkey, kn_tl_comp_t *comp)
+{
+    return net_rma(net_of(tl), peer, 1, (void *)local, len, raddr, rkey, comp, 1);
 }
 
 static knit_status_t net_mem_reg(kn_tl_t *tl, const void *buf, size_t len, uint64_t *rkey, void **memh)
@@ -1074,6 +1085,7 @@ static const kn_tl_ops_t net_ops = {
     .caps = net_caps,
     .get = net_get,
     .put = net_put,
+    .put_remote = net_put_remote,
     .mem_reg = net_mem_reg,
     .mem_dereg = net_mem_dereg,
     .arm = net_arm,

@@ -395,7 +395,8 @@ static knit_status_t direct_rdma(kn_tl_t *tl, int job, uint64_t rkey, const xfer
         c->c.cb = dcomp_done;
         c->r = r;
         knit_status_t st = x->kind == KN_RMA_K_PUT
-                               ? tl->ops->put(tl, job, (void *)(uintptr_t)la, n, ra, rkey, &c->c)
+                               ? (tl->ops->put_remote ? tl->ops->put_remote : tl->ops->put)(
+                                     tl, job, (void *)(uintptr_t)la, n, ra, rkey, &c->c)
                                : tl->ops->get(tl, job, (void *)(uintptr_t)la, n, ra, rkey, &c->c);
         if (st == KNIT_INPROGRESS) {
             r->pending++;

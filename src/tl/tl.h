@@ -123,6 +123,11 @@ typedef struct kn_tl_ops {
                          uint64_t rkey, kn_tl_comp_t *comp);
     knit_status_t (*put)(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
                          uint64_t rkey, kn_tl_comp_t *comp);
+    /* put, whose completion says that the data is in the peer's memory
+     * (one-sided operations; put's may only say that it left).  NULL:
+     * put's completion says so already, or no put. */
+    knit_status_t (*put_remote)(kn_tl_t *tl, int peer, const void *local, size_t len, uint64_t raddr,
+                                uint64_t rkey, kn_tl_comp_t *comp);
     /* Vectored copies with a peer whose memory this process reaches
      * itself (same node), done on return: the nl local pieces and the nr
      * remote ones (addresses in the peer) hold the same bytes, matched

@@ -12,6 +12,10 @@
  *   rma_test passive METHOD  rank 1 computes for 2 s without knit calls while
  *                            rank 0 puts, gets, accumulates and fetch-adds
  *                            to it: each completes within the 2 s
+ *   rma_test alltoall METHOD every rank puts a strided block into every
+ *                            other rank's window, then one fence: each
+ *                            must be in place (a put is complete at its
+ *                            target, not only gone from the origin)
  *   rma_test many METHOD     2000 nonblocking puts in flight, tested now and
  *                            then while more are issued (more than the
  *                            agent's queue holds)
@@ -494,6 +498,40 @@ static void passive(const char *mname)
     }
 }
 
+/* ------------------------------------------------------------ all to all */
+
+static void alltoall(const char *mname)
+{
+    unsigned method = !strcmp(mname, "direct") ? KNIT_RMA_DIRECT : !strcmp(mname, "agent") ? KNIT_RMA_AGENT
+                      : !strcmp(mname, "pack") ? KNIT_RMA_PACK : KNIT_RMA_AUTO;
+    const int64_t count[2] = {8, 2048}, ss[1] = {16}, ds[1] = {24};
+    const size_t span = 24 * 2048;
+    snprintf(what, sizeof(what), "%s: all to all", mname);
+    for (int round = 0; round < 20; round++) {
+        memset(mine, 0, (size_t)size * span);
+        uint64_t *sv = (uint64_t *)src;
+        for (int i = 0; i < 2 * 2048; i++)
+            sv[i] = (uint64_t)rank << 40 | (uint64_t)round << 32 | (uint64_t)i;
+        OK(knit_barrier(knit_comm_world(ctx)));
+        for (int k = 1; k < size; k++) {
+            int t = (rank + k) % size;
+            OK(knit_put_strided(win, sv, ss, (char *)knit_win_base(win, t) + (size_t)rank * span, ds, count, 1, t,
+                                method, NULL));
+        }
+        OK(knit_rma_barrier(win));
+        for (int o = 0; o < size; o++) {
+            if (o == rank)
+                continue;
+            for (int b = 0; b < 2048; b++) {
+                uint64_t got;
+                memcpy(&got, mine + (size_t)o * span + (size_t)b * 24, 8);
+                CHECK(got == ((uint64_t)o << 40 | (uint64_t)round << 32 | (uint64_t)(2 * b)),
+                      "round %d: block %d from rank %d is %#llx", round, b, o, (unsigned long long)got);
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------ many in flight */
 
 static void many(const char *mname)
@@ -659,6 +697,8 @@ int main(int argc, char **argv)
         passive(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "errors"))
         errors();
+    else if (!strcmp(cs, "alltoall"))
+        alltoall(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "many"))
         many(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "killagent"))

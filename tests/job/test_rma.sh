@@ -22,6 +22,13 @@ expect_ok rma.sweep.auto.n4.nodes2 sweep
 run "$KNITRUN" -n 2 --nodes 2 --timeout 110 -x KNIT_RMA_METHOD=pack "$T" sweep default
 expect_ok rma.sweep.env_pack.nodes2 sweep
 
+# every rank puts into every other, then one fence: complete at the target
+# means in place (8 ranks on 2 nodes: the barrier does not pass every writer)
+for m in direct agent pack; do
+    run "$KNITRUN" -n 8 --nodes 2 --timeout 90 "$T" alltoall "$m"
+    expect_ok "rma.alltoall.$m.n8.nodes2" alltoall
+done
+
 # more requests in flight than the agent's queue holds, tested as they go
 for m in direct agent pack; do
     run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" many "$m"
