@@ -56,6 +56,10 @@ static void show_cpus(void)
         printf("  %-34s %s: %s\n", "ranks of the job on this host", procs,
                atoi(procs) > host ? "oversubscribed (waits give the cpu away at once)"
                                   : "not oversubscribed (waits spin, then yield, then sleep)");
+    const char *daemons = getenv(KN_ENV_HOST_DAEMONS);
+    if (daemons)
+        printf("  %-34s %s (waits count them once a module is loaded: they then work for the ranks)\n",
+               "offload daemons on this host", daemons);
     char b[64], m[64];
     kn_config_format(kn_config_find("BIND_TO"), &kn_cfg, b, sizeof(b));
     kn_config_format(kn_config_find("MAP_BY"), &kn_cfg, m, sizeof(m));

@@ -20,6 +20,7 @@
     X(BOOT_ADDR, "KNIT_BOOT_ADDR", "bootstrap store addresses to try")     \
     X(HOSTNAME, "KNIT_HOSTNAME", "name of this rank's host in the job")    \
     X(HOST_PROCS, "KNIT_HOST_PROCS", "ranks of the job on this host (all emulated nodes together)") \
+    X(HOST_DAEMONS, "KNIT_HOST_DAEMONS", "offload daemons knitrun started on this host (agents and switches): once a module is loaded they work for the ranks, and waits count them") \
     X(HOST_CPUS, "KNIT_HOST_CPUS", "cpus the job's processes on this host share (a bound rank's own affinity is smaller)") \
     X(SWITCH, "KNIT_SWITCH", "a knit-switch's index in the job's tree of switches (0: the root)") \
     X(NSWITCHES, "KNIT_NSWITCHES", "switches knitrun started for the job (KNIT_SWITCH_FANIN)") \

@@ -406,6 +406,21 @@ int job_proxy_owns(int node, int rank)
            rank < J.nodes[node].first + J.nodes[node].count;
 }
 
+/* The offload daemons on node's host: every agent and switch where the
+ * nodes are emulated; the node's agent and the switches that run beside
+ * it where they are hosts. */
+static int host_daemons(int node)
+{
+    if (!J.offload)
+        return 0;
+    if (!J.hosts_mode)
+        return J.nnodes + J.tree.nswitches;
+    int n = 1;
+    for (int s = 0; s < J.tree.nswitches; s++)
+        n += kn_tree_switch_node(&J.tree, s) == node;
+    return n;
+}
+
 /* The environment every rank of a node gets on top of the inherited one. */
 static int node_env(int node, strv_t *e)
 {
@@ -417,6 +432,7 @@ static int node_env(int node, strv_t *e)
     bad |= strv_addf(e, "%s=%d", KN_ENV_LOCAL_SIZE, nd->count);
     /* emulated nodes share this host's cores: ranks judge oversubscription by it */
     bad |= strv_addf(e, "%s=%d", KN_ENV_HOST_PROCS, J.hosts_mode ? nd->count : J.size);
+    bad |= strv_addf(e, "%s=%d", KN_ENV_HOST_DAEMONS, host_daemons(node));
     bad |= strv_addf(e, "%s=%s", KN_ENV_NODE_SIZES, J.node_sizes);
     bad |= strv_addf(e, "%s=%s", KN_ENV_JOBID, J.jobid);
     bad |= strv_addf(e, "%s=%s", KN_ENV_COOKIE, J.cookie);
