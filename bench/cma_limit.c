@@ -19,38 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rmautil.h"
+
 #define BYTES (64u << 20)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static size_t parse_list(const char *s, size_t *out, size_t max)
-{
-    size_t n = 0;
-    while (*s && n < max) {
-        char *end;
-        size_t v = strtoull(s, &end, 10);
-        if (*end == 'k' || *end == 'K')
-            v <<= 10, end++;
-        else if (*end == 'm' || *end == 'M')
-            v <<= 20, end++;
-        if (end == s)
-            break;
-        out[n++] = v;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
 
 int main(int argc, char **argv)
 {
@@ -59,9 +30,9 @@ int main(int argc, char **argv)
     int reps = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--sizes"))
-            nsizes = parse_list(argv[i + 1], sizes, 16);
+            nsizes = ru_parse_list(argv[i + 1], sizes, 16);
         else if (!strcmp(argv[i], "--counts"))
-            ncounts = parse_list(argv[i + 1], counts, 16);
+            ncounts = ru_parse_list(argv[i + 1], counts, 16);
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
     }
@@ -88,7 +59,7 @@ int main(int argc, char **argv)
             /* enough calls for about 20 ms */
             int iters = 1;
             for (int r = -1; r < nr; r++) {
-                double s = now();
+                double s = ru_now();
                 for (int it = 0; it < iters; it++)
                     for (size_t done = 0; done < nb;) {
                         size_t k = nb - done < IOV_MAX ? nb - done : IOV_MAX;
@@ -103,7 +74,7 @@ int main(int argc, char **argv)
                         }
                         done += k;
                     }
-                double d = (now() - s) / iters;
+                double d = (ru_now() - s) / iters;
                 if (r < 0) { /* calibration */
                     iters = (int)(0.02 / (d > 1e-7 ? d : 1e-7));
                     iters = iters < 3 ? 3 : iters > 100000 ? 100000 : iters;
@@ -111,7 +82,7 @@ int main(int argc, char **argv)
                 }
                 t[r] = d * 1e6;
             }
-            qsort(t, (size_t)nr, sizeof(double), cmp_d);
+            qsort(t, (size_t)nr, sizeof(double), ru_cmp_double);
             printf("%zu %zu %.2f %.2f %.1f\n", bs, nb, t[nr / 2], t[0], (double)(bs * nb) / t[nr / 2]);
             fflush(stdout);
         }

@@ -23,6 +23,7 @@
 
 #include "knit.h"
 #include "knit/rma.h"
+#include "rmautil.h"
 
 static knit_ctx_t *ctx;
 
@@ -38,19 +39,6 @@ static void die(const char *what, knit_status_t st)
         if (st_ != KNIT_OK)                                                                            \
             die(#call, st_);                                                                           \
     } while (0)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* the grid: px * py * pz = size, as cubic as it gets */
 static void grid(int size, int *p)
@@ -85,9 +73,7 @@ int main(int argc, char **argv)
             steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--method")) {
             mname = argv[i + 1];
-            method = !strcmp(mname, "direct") ? KNIT_RMA_DIRECT : !strcmp(mname, "agent") ? KNIT_RMA_AGENT
-                     : !strcmp(mname, "pack") ? KNIT_RMA_PACK : !strcmp(mname, "auto") ? KNIT_RMA_AUTO
-                                                                                          : KNIT_RMA_DEFAULT;
+            method = ru_method(mname);
         }
     }
     OK(knit_init(&argc, &argv, &ctx));
@@ -118,9 +104,9 @@ int main(int argc, char **argv)
                 for (int x = 1; x <= n; x++)
                     AT(u, x, y, z) = value(step, c[0] * n + x - 1, c[1] * n + y - 1, c[2] * n + z - 1);
         OK(knit_barrier(knit_comm_world(ctx)));
-        double t0 = now();
+        double t0 = ru_now();
         for (int d = 0; d < 3; d++) {
-            double ts = now();
+            double ts = ru_now();
             for (int s = 0; s < 2; s++) {
                 /* my face on side s goes into the neighbour's ghost layer on side !s */
                 int to = nb[d][s];
@@ -140,10 +126,10 @@ int main(int argc, char **argv)
                     OK(knit_put_strided(win, src, st, dst, st, count, 2, to, method, NULL));
                 }
             }
-            td[d][step] = now() - ts;
+            td[d][step] = ru_now() - ts;
         }
         OK(knit_rma_barrier(win));
-        t[step] = now() - t0;
+        t[step] = ru_now() - t0;
         (void)sx;
         /* check every ghost cell of the six faces */
         for (int d = 0; d < 3; d++)
@@ -172,11 +158,11 @@ int main(int argc, char **argv)
     knit_op_t max = {.kind = KNIT_OP_MAX};
     OK(knit_allreduce(knit_comm_world(ctx), t, all, (size_t)steps, KNIT_DOUBLE, &max));
     double med[4];
-    qsort(all, (size_t)steps, sizeof(double), cmp_d);
+    qsort(all, (size_t)steps, sizeof(double), ru_cmp_double);
     med[3] = all[steps / 2];
     for (int d = 0; d < 3; d++) {
         OK(knit_allreduce(knit_comm_world(ctx), td[d], all, (size_t)steps, KNIT_DOUBLE, &max));
-        qsort(all, (size_t)steps, sizeof(double), cmp_d);
+        qsort(all, (size_t)steps, sizeof(double), ru_cmp_double);
         med[d] = all[steps / 2];
     }
     if (rank == 0)

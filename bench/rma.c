@@ -21,32 +21,9 @@
 
 #include "bp.h"
 #include "common.h"
+#include "rmautil.h"
 
 #define WIN_BYTES (64u << 20)
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static size_t parse_list(const char *s, size_t *out, size_t max)
-{
-    size_t n = 0;
-    while (*s && n < max) {
-        char *end;
-        size_t v = strtoull(s, &end, 10);
-        if (*end == 'k' || *end == 'K')
-            v <<= 10, end++;
-        else if (*end == 'm' || *end == 'M')
-            v <<= 20, end++;
-        out[n++] = v;
-        s = *end == ',' ? end + 1 : end;
-        if (end == s && *s != ',')
-            break;
-    }
-    return n;
-}
 
 static unsigned char pat(size_t i, int round)
 {
@@ -66,12 +43,11 @@ int main(int argc, char **argv)
             get = 1;
         else if (!strcmp(argv[i], "--method") && i + 1 < argc) {
             mname = argv[++i];
-            method = !strcmp(mname, "direct") ? 1 : !strcmp(mname, "agent") ? 2 : !strcmp(mname, "pack") ? 3
-                     : !strcmp(mname, "auto") ? 4 : 0;
+            method = (int)ru_method(mname);
         } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
-            nsizes = parse_list(argv[++i], sizes, 16);
+            nsizes = ru_parse_list(argv[++i], sizes, 16);
         else if (!strcmp(argv[i], "--counts") && i + 1 < argc)
-            ncounts = parse_list(argv[++i], counts, 16);
+            ncounts = ru_parse_list(argv[++i], counts, 16);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--time-ms") && i + 1 < argc)
@@ -132,7 +108,7 @@ int main(int argc, char **argv)
                 t[r] = (bp_time() - s) / iters * 1e6;
             }
             if (me == 0) {
-                qsort(t, (size_t)nr, sizeof(double), cmp_d);
+                qsort(t, (size_t)nr, sizeof(double), ru_cmp_double);
                 double med = t[nr / 2];
                 printf("%zu %zu %.2f %.2f %.1f\n", bsize, nblk, med, t[0], (double)(bsize * nblk) / med);
                 fflush(stdout);

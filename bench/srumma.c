@@ -29,6 +29,7 @@
 
 #include "knit.h"
 #include "knit/rma.h"
+#include "rmautil.h"
 
 static knit_ctx_t *ctx;
 
@@ -40,19 +41,6 @@ static knit_ctx_t *ctx;
             knit_abort(ctx, 1, #call);                                                                 \
         }                                                                                              \
     } while (0)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double aval(long i, long j)
 {
@@ -76,9 +64,7 @@ int main(int argc, char **argv)
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--method")) {
             mname = argv[i + 1];
-            method = !strcmp(mname, "direct") ? KNIT_RMA_DIRECT : !strcmp(mname, "agent") ? KNIT_RMA_AGENT
-                     : !strcmp(mname, "pack") ? KNIT_RMA_PACK : !strcmp(mname, "auto") ? KNIT_RMA_AUTO
-                                                                                          : KNIT_RMA_DEFAULT;
+            method = ru_method(mname);
         }
     }
     OK(knit_init(&argc, &argv, &ctx));
@@ -115,7 +101,7 @@ int main(int argc, char **argv)
     for (int rep = 0; rep < reps; rep++) {
         memset(C, 0, blk * sizeof(double));
         knit_rma_req_t *req[2][2] = {{NULL, NULL}, {NULL, NULL}};
-        double t0 = now(), w = 0;
+        double t0 = ru_now(), w = 0;
         /* get A(bi, k) from rank (bi, k) and B(k, bj) from rank (k, bj) into buffer b */
 #define FETCH(step, b)                                                                                  \
     do {                                                                                               \
@@ -130,14 +116,14 @@ int main(int argc, char **argv)
             int b = s % 2;
             if (s + 1 < q)
                 FETCH(s + 1, !b);
-            double ws = now();
+            double ws = ru_now();
             OK(knit_rma_waitall(2, req[b]));
-            w += now() - ws;
+            w += ru_now() - ws;
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, nb, nb, 1.0, buf[b][0], nb, buf[b][1], nb,
                         1.0, C, nb);
         }
         OK(knit_barrier(knit_comm_world(ctx)));
-        total[rep] = now() - t0;
+        total[rep] = ru_now() - t0;
         waited[rep] = w;
     }
     /* check: rank 0's whole block, a sample elsewhere */
@@ -158,8 +144,8 @@ int main(int argc, char **argv)
     double *tm = malloc((size_t)reps * sizeof(double)), *wm = malloc((size_t)reps * sizeof(double));
     OK(knit_allreduce(knit_comm_world(ctx), total, tm, (size_t)reps, KNIT_DOUBLE, &max));
     OK(knit_allreduce(knit_comm_world(ctx), waited, wm, (size_t)reps, KNIT_DOUBLE, &max));
-    qsort(tm, (size_t)reps, sizeof(double), cmp_d);
-    qsort(wm, (size_t)reps, sizeof(double), cmp_d);
+    qsort(tm, (size_t)reps, sizeof(double), ru_cmp_double);
+    qsort(wm, (size_t)reps, sizeof(double), ru_cmp_double);
     if (rank == 0)
         printf("srumma n=%d ranks=%d method=%s: %.2f ms a multiplication, %.2f ms of it waiting for gets "
                "(slowest rank), %.2f GFLOP/s\n",

@@ -444,10 +444,8 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
     q->nseg = nseg;
     q->ldesc = x->ldesc;
     q->rdesc = x->rdesc;
-    q->dtype = (uint32_t)(x->kind == KN_RMA_K_RMW ? 0 : x->acc.dtype);
+    q->dtype = (uint32_t)x->acc.dtype;
     q->op = x->kind == KN_RMA_K_RMW ? x->aop : (uint32_t)x->acc.op;
-    if (x->kind == KN_RMA_K_RMW)
-        q->dtype = (uint32_t)x->acc.dtype;
     if (x->acc.scale) {
         q->has_scale = 1;
         memcpy(q->scale, x->acc.scale, knit_dtype_size(x->acc.dtype));

@@ -71,6 +71,19 @@ void *kn_shm_map(kn_tl_t *tl, int peer, uint64_t raddr, size_t len)
     return len ? heap_at(s, local_index(s, peer), raddr, len) : NULL;
 }
 
+/* The pieces of v (n) less their first skip bytes, into out (which may be
+ * v); returns how many are left. */
+static int iov_drop(const struct iovec *v, int n, size_t skip, struct iovec *out)
+{
+    int k = 0;
+    while (skip >= v[k].iov_len)
+        skip -= v[k++].iov_len;
+    memmove(out, v + k, (size_t)(n - k) * sizeof(*v));
+    out[0].iov_base = (char *)out[0].iov_base + skip;
+    out[0].iov_len -= skip;
+    return n - k;
+}
+
 knit_status_t kn_shm_rwv(kn_tl_t *tl, int peer, int write, const struct iovec *local, int nl,
                         const struct iovec *remote, int nr)
 {
@@ -136,22 +149,8 @@ knit_status_t kn_shm_rwv(kn_tl_t *tl, int peer, int write, const struct iovec *l
         if (nl > KN_SHM_RWV_MAX || nr > KN_SHM_RWV_MAX)
             return KNIT_ERR_INVAL;
         /* drop what moved from the front of both sides */
-        size_t skip = (size_t)n;
-        int k = 0;
-        while (skip >= l[k].iov_len)
-            skip -= l[k++].iov_len;
-        memmove(lbuf, l + k, (size_t)(nl - k) * sizeof(*l));
-        nl -= k;
-        lbuf[0].iov_base = (char *)lbuf[0].iov_base + skip;
-        lbuf[0].iov_len -= skip;
-        skip = (size_t)n;
-        k = 0;
-        while (skip >= r[k].iov_len)
-            skip -= r[k++].iov_len;
-        memmove(rbuf, r + k, (size_t)(nr - k) * sizeof(*r));
-        nr -= k;
-        rbuf[0].iov_base = (char *)rbuf[0].iov_base + skip;
-        rbuf[0].iov_len -= skip;
+        nl = iov_drop(l, nl, (size_t)n, lbuf);
+        nr = iov_drop(r, nr, (size_t)n, rbuf);
         l = lbuf;
         r = rbuf;
     }

@@ -17,28 +17,7 @@
 
 static int me, nproc, failures;
 
-/* Collective: every rank's verdict; the first failing rank says why. */
-static void report(const char *name, int ok, const char *why)
-{
-    char msg[300];
-    int first = ok ? nproc : me;
-    armci_msg_igop(&first, 1, "min");
-    if (first == nproc) {
-        if (me == 0)
-            printf("PASS %s\n", name);
-    } else {
-        snprintf(msg, sizeof(msg), "rank %d: %s", me, why ? why : "failed");
-        armci_msg_brdcst(msg, sizeof(msg), first);
-        if (me == 0)
-            printf("FAIL %s: %s\n", name, msg);
-        failures++;
-    }
-    fflush(stdout);
-}
-
-static char why[256];
-#define EXPECT(cond, ...) \
-    do { if (ok && !(cond)) { ok = 0; snprintf(why, sizeof(why), __VA_ARGS__); } } while (0)
+#include "report.h"
 
 static void test_put_get(void)
 {

@@ -120,6 +120,13 @@ static unsigned char gval(int r, size_t i)
     return (unsigned char)(r * 17 + i * 3 + 1 + (i >> 11));
 }
 
+/* "direct", "agent", "pack"; anything else: auto */
+static unsigned method_of(const char *name)
+{
+    return !strcmp(name, "direct") ? KNIT_RMA_DIRECT : !strcmp(name, "agent") ? KNIT_RMA_AGENT
+           : !strcmp(name, "pack") ? KNIT_RMA_PACK : KNIT_RMA_AUTO;
+}
+
 /* ------------------------------------------------------------ put / get */
 
 typedef struct cp {
@@ -322,8 +329,7 @@ static void do_acc(const shape_t *s0, int target, unsigned method, int nb)
 
 static void sweep(const char *mname)
 {
-    unsigned method = !strcmp(mname, "direct") ? KNIT_RMA_DIRECT : !strcmp(mname, "agent") ? KNIT_RMA_AGENT
-                      : !strcmp(mname, "pack") ? KNIT_RMA_PACK : KNIT_RMA_AUTO;
+    unsigned method = method_of(mname);
     knit_comm_t *world = knit_comm_world(ctx);
     for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
         const shape_t *s = &shapes[k];
@@ -448,8 +454,7 @@ static void atomics(void)
 
 static void passive(const char *mname)
 {
-    unsigned method = !strcmp(mname, "direct") ? KNIT_RMA_DIRECT : !strcmp(mname, "agent") ? KNIT_RMA_AGENT
-                      : !strcmp(mname, "pack") ? KNIT_RMA_PACK : KNIT_RMA_AUTO;
+    unsigned method = method_of(mname);
     knit_comm_t *world = knit_comm_world(ctx);
     memset(mine, 0, 1 << 20);
     OK(knit_barrier(world));
@@ -502,8 +507,7 @@ static void passive(const char *mname)
 
 static void alltoall(const char *mname)
 {
-    unsigned method = !strcmp(mname, "direct") ? KNIT_RMA_DIRECT : !strcmp(mname, "agent") ? KNIT_RMA_AGENT
-                      : !strcmp(mname, "pack") ? KNIT_RMA_PACK : KNIT_RMA_AUTO;
+    unsigned method = method_of(mname);
     const int64_t count[2] = {8, 2048}, ss[1] = {16}, ds[1] = {24};
     const size_t span = 24 * 2048;
     snprintf(what, sizeof(what), "%s: all to all", mname);
@@ -536,8 +540,7 @@ static void alltoall(const char *mname)
 
 static void many(const char *mname)
 {
-    unsigned method = !strcmp(mname, "direct") ? KNIT_RMA_DIRECT : !strcmp(mname, "agent") ? KNIT_RMA_AGENT
-                      : !strcmp(mname, "pack") ? KNIT_RMA_PACK : KNIT_RMA_AUTO;
+    unsigned method = method_of(mname);
     const int n = 2000;
     int t = (rank + 1) % size, from = (rank + size - 1) % size;
     double *sv = malloc(n * sizeof(double));
