@@ -163,6 +163,37 @@ static void expect_same(const unsigned char *got, const unsigned char *want, siz
     CHECK(0, "%s: byte %zu is %u, expected %u", where, i, got[i], want[i]);
 }
 
+/* The blocks of a shape as I/O-vector lists: sp[i] = sbase + source
+ * offset of block i, dp[i] = dbase + its destination offset (malloc'ed;
+ * returns the number of blocks). */
+typedef struct vec {
+    void **sp, **dp;
+    const unsigned char *sbase, *dbase;
+    int64_t k;
+} vec_t;
+
+static void vec_block(int64_t so, int64_t d, int64_t n, void *arg)
+{
+    (void)n;
+    vec_t *v = arg;
+    v->sp[v->k] = (void *)(v->sbase + so);
+    v->dp[v->k++] = (void *)(v->dbase + d);
+}
+
+static int64_t blocks_of(const shape_t *s, const int64_t *ss, const int64_t *ds, const void *sbase, const void *dbase,
+                         void ***sp, void ***dp)
+{
+    int64_t nb = 1;
+    for (int i = 1; i <= s->levels; i++)
+        nb *= s->count[i];
+    vec_t v = {malloc((size_t)nb * sizeof(void *)), malloc((size_t)nb * sizeof(void *)), sbase, dbase, 0};
+    CHECK(v.sp && v.dp, "no memory");
+    walk(s, ss, ds, vec_block, &v);
+    *sp = v.sp;
+    *dp = v.dp;
+    return nb;
+}
+
 /* Nonblocking when nb, else blocking. */
 static void do_put(const shape_t *s, int target, unsigned method, int nb, int vec)
 {
@@ -175,24 +206,8 @@ static void do_put(const shape_t *s, int target, unsigned method, int nb, int ve
     if (!vec) {
         OK(knit_put_strided(win, src + soff, ss, dst, ds, s->count, s->levels, target, method, nb ? &req : NULL));
     } else { /* the same blocks as a vector: two descriptors of half the blocks each */
-        int64_t nb_ = 1;
-        for (int i = 1; i <= s->levels; i++)
-            nb_ *= s->count[i];
-        void **sp = malloc((size_t)nb_ * sizeof(void *)), **dp = malloc((size_t)nb_ * sizeof(void *));
-        CHECK(sp && dp, "no memory");
-        int64_t k = 0;
-        int64_t idx[4];
-        for (int64_t b = 0; b < nb_; b++, k++) {
-            int64_t rem = b, so = 0, d = 0;
-            for (int i = 1; i <= s->levels; i++) {
-                idx[i] = rem % s->count[i];
-                rem /= s->count[i];
-                so += idx[i] * ss[i - 1];
-                d += idx[i] * ds[i - 1];
-            }
-            sp[k] = src + soff + so;
-            dp[k] = dst + d;
-        }
+        void **sp, **dp;
+        int64_t nb_ = blocks_of(s, ss, ds, src + soff, dst, &sp, &dp);
         knit_rma_iov_t iov[2] = {{sp, dp, nb_ / 2, s->count[0]}, {sp + nb_ / 2, dp + nb_ / 2, nb_ - nb_ / 2, s->count[0]}};
         OK(knit_put_vector(win, iov, 2, target, method, nb ? &req : NULL));
         if (req)
@@ -236,23 +251,8 @@ static void do_get(const shape_t *s, int target, unsigned method, int nb, int ve
     if (!vec) {
         OK(knit_get_strided(win, src + 5, ds, rsrc, ss, s->count, s->levels, target, method, nb ? &req : NULL));
     } else {
-        int64_t nb_ = 1;
-        for (int i = 1; i <= s->levels; i++)
-            nb_ *= s->count[i];
-        void **sp = malloc((size_t)nb_ * sizeof(void *)), **dp = malloc((size_t)nb_ * sizeof(void *));
-        CHECK(sp && dp, "no memory");
-        int64_t idx[4];
-        for (int64_t b = 0; b < nb_; b++) {
-            int64_t rem = b, so = 0, d = 0;
-            for (int i = 1; i <= s->levels; i++) {
-                idx[i] = rem % s->count[i];
-                rem /= s->count[i];
-                so += idx[i] * ss[i - 1];
-                d += idx[i] * ds[i - 1];
-            }
-            sp[b] = (void *)(rsrc + so);
-            dp[b] = src + 5 + d;
-        }
+        void **sp, **dp;
+        int64_t nb_ = blocks_of(s, ss, ds, rsrc, src + 5, &sp, &dp);
         knit_rma_iov_t iov = {sp, dp, nb_, s->count[0]};
         OK(knit_get_vector(win, &iov, 1, target, method, nb ? &req : NULL));
         if (req)
