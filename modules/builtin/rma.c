@@ -420,14 +420,22 @@ static void at_origin(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t len
     if (!o)
         return; /* not ours (a malformed reply): nothing waits for it */
     if (h->type == KN_RMA_M_RMWDONE) {
+        if (o->r.kind != KN_RMA_K_RMW) {
+            K->log(m, KNIT_MOD_LOG_ERROR, "an atomic's answer for operation %llu, not an atomic: dropped",
+                   (unsigned long long)h->id);
+            return;
+        }
         o->status = h->status;
         uint64_t old = h->old;
         op_end(m, o, &old, sizeof(old));
         return;
     }
     slot_t *sl = slot_of(o, h->chunk);
-    if (!sl)
+    if (!sl || (h->type == KN_RMA_M_GETDATA) != (o->r.kind == KN_RMA_K_GET) || o->r.kind == KN_RMA_K_RMW) {
+        K->log(m, KNIT_MOD_LOG_ERROR, "a reply that matches no chunk of operation %llu: dropped",
+               (unsigned long long)h->id);
         return;
+    }
     int32_t st = h->status;
     if (h->type == KN_RMA_M_GETDATA && st == KNIT_MOD_OK) {
         if (len - sizeof(*h) != sl->bytes || h->bytes != sl->bytes) {
