@@ -183,10 +183,13 @@ static int show_shm(const char *arg)
  * choice per shape (docs/rma.md, "Choosing a method"). */
 static int show_rma(void)
 {
-    const kn_rma_model_t *m = kn_rma_model();
-    char meth[32];
+    const kn_rma_model_t *m = kn_rma_model_measure(1, NULL);
+    char meth[32], path[512];
     kn_config_format(kn_config_find("RMA_METHOD"), &kn_cfg, meth, sizeof(meth));
-    printf("one-sided cost model (measured in this process):\n");
+    if (kn_rma_model_cache_path(path, sizeof(path)))
+        printf("one-sided cost model (measured now, written to %s):\n", path);
+    else
+        printf("one-sided cost model (measured now; KNIT_RMA_MODEL_CACHE=off: every process measures):\n");
     printf("  ts_cma  one cross-memory-attach call    %8.1f ns\n", m->ts_cma);
     printf("  tn_cma  cross-memory attach per byte    %8.4f ns (%.1f GB/s)\n", m->tn_cma,
            m->tn_cma > 0 ? 1 / m->tn_cma : 0);

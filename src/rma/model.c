@@ -19,13 +19,22 @@
  * with c, n = ts_cp, tm for an origin buffer in the rank's shared heap,
  * ts_cma, tn_cma otherwise; auto takes the cheaper (agent on a tie: the
  * rank is free at once).
+ *
+ * The measurements are kept per host in a small text file
+ * (KNIT_RMA_MODEL_CACHE): a process reads them instead of measuring;
+ * knit-info --rma measures again and rewrites the file.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "rma/rma.h"
+#include "util/config.h"
+#include "util/log.h"
 #include "util/time.h"
 
 static kn_rma_model_t M;
@@ -91,11 +100,96 @@ static void measure(void)
     measured = 1;
 }
 
+#define CACHE_MAGIC "knit-rma-model 1"
+
+/* The cache file's name (KNIT_RMA_MODEL_CACHE); 0: none. */
+static int cache_path(char *buf, size_t len)
+{
+    const char *c = kn_cfg.rma_model_cache;
+    if (!c || !strcmp(c, "off"))
+        return 0;
+    if (strcmp(c, "auto")) {
+        snprintf(buf, len, "%s", c);
+        return 1;
+    }
+    char host[64] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(buf, len, "%s/knit/rma-model-%s", xdg, host);
+    else if (home && *home)
+        snprintf(buf, len, "%s/.cache/knit/rma-model-%s", home, host);
+    else
+        return 0;
+    return 1;
+}
+
+static int cache_read(const char *path, kn_rma_model_t *m)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char magic[32] = "";
+    int ok = fgets(magic, sizeof(magic), f) && !strncmp(magic, CACHE_MAGIC, strlen(CACHE_MAGIC)) &&
+             fscanf(f, " ts_cma %lf tn_cma %lf ts_cp %lf tm %lf", &m->ts_cma, &m->tn_cma, &m->ts_cp, &m->tm) == 4 &&
+             m->ts_cma > 0 && m->tn_cma >= 0 && m->ts_cp > 0 && m->tm > 0;
+    fclose(f);
+    return ok;
+}
+
+/* Write it (the directories too); a failure only costs the next process
+ * its 2 ms. */
+static void cache_write(const char *path, const kn_rma_model_t *m)
+{
+    char dir[512], tmp[540];
+    snprintf(dir, sizeof(dir), "%s", path);
+    for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+            return;
+        *p = '/';
+    }
+    snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f, CACHE_MAGIC "\nts_cma %.3f\ntn_cma %.6f\nts_cp %.3f\ntm %.6f\n", m->ts_cma, m->tn_cma, m->ts_cp, m->tm);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+const kn_rma_model_t *kn_rma_model_measure(int fresh, const char **from)
+{
+    char path[512];
+    int cached = cache_path(path, sizeof(path));
+    if (!fresh && measured) {
+        if (from)
+            *from = "this process";
+        return &M;
+    }
+    if (!fresh && cached && cache_read(path, &M)) {
+        measured = 1;
+        if (from)
+            *from = "the cache";
+        return &M;
+    }
+    measure();
+    if (cached)
+        cache_write(path, &M);
+    if (from)
+        *from = "measured now";
+    return &M;
+}
+
 const kn_rma_model_t *kn_rma_model(void)
 {
-    if (!measured)
-        measure();
-    return &M;
+    return kn_rma_model_measure(0, NULL);
+}
+
+int kn_rma_model_cache_path(char *buf, size_t len)
+{
+    return cache_path(buf, len);
 }
 
 double kn_rma_cost(unsigned method, size_t bsize, size_t nblocks, int local_mapped)

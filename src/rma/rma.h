@@ -72,6 +72,11 @@ typedef struct kn_rma_model {
     double tm;             /* memcpy, ns per byte */
 } kn_rma_model_t;
 const kn_rma_model_t *kn_rma_model(void);
+/* The parameters: measured again (fresh) or as known (this process's, the
+ * cache's, else measured); *from (may be NULL) says which. */
+const kn_rma_model_t *kn_rma_model_measure(int fresh, const char **from);
+/* The cache file (KNIT_RMA_MODEL_CACHE); 0: none. */
+int kn_rma_model_cache_path(char *buf, size_t len);
 /* The origin's cost of nblocks blocks of bsize bytes to another node by
  * the agent or the pack method (ns), the origin's blocks in memory the
  * agent maps (local_mapped) or not. */

@@ -19,6 +19,9 @@
  *   rma_test many METHOD     2000 nonblocking puts in flight, tested now and
  *                            then while more are issued (more than the
  *                            agent's queue holds)
+ *   rma_test model WANT      the method auto picks for 1024 blocks of 8 B
+ *                            from a small buffer to another node is WANT
+ *                            (the test gives it a cost model file)
  *   rma_test errors          bad descriptors and calls return errors
  *   rma_test subcomm         a window over the even ranks only, made before
  *                            any over the whole job: put and get work;
@@ -570,6 +573,21 @@ static void many(const char *mname)
     free(reqs);
 }
 
+/* ------------------------------------------------------------ model */
+
+static void model(const char *want)
+{
+    char small[64];
+    int other = knit_node_of(ctx, size - 1) != knit_node(ctx) ? size - 1 : -1;
+    snprintf(what, sizeof(what), "model");
+    if (rank == 0 && other >= 0) {
+        unsigned m = knit_rma_method_of(win, KNIT_RMA_AUTO, other, small, 8, 1024);
+        CHECK(!strcmp(knit_rma_method_name(m), want), "auto picked %s", knit_rma_method_name(m));
+        CHECK(knit_rma_method_of(win, KNIT_RMA_AUTO, rank, small, 8, 1024) == KNIT_RMA_DIRECT, "not direct within a node");
+        CHECK(knit_rma_method_of(win, KNIT_RMA_PACK, other, small, 8, 1024) == KNIT_RMA_PACK, "the flag not obeyed");
+    }
+}
+
 /* ------------------------------------------------------------ errors */
 
 static void errors(void)
@@ -700,6 +718,8 @@ int main(int argc, char **argv)
         passive(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "errors"))
         errors();
+    else if (!strcmp(cs, "model"))
+        model(argc > 2 ? argv[2] : "agent");
     else if (!strcmp(cs, "alltoall"))
         alltoall(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "many"))

@@ -35,6 +35,22 @@ for m in direct agent pack; do
     expect_ok "rma.many_in_flight.$m" many
 done
 
+# auto follows the cost model's file (KNIT_RMA_MODEL_CACHE): expensive
+# cross-memory attach -> pack the small blocks; expensive copies -> agent
+printf 'knit-rma-model 1\nts_cma 1000000\ntn_cma 0.05\nts_cp 1\ntm 0.03\n' >"$TMP/model-cma"
+printf 'knit-rma-model 1\nts_cma 300\ntn_cma 0.05\nts_cp 1000\ntm 1000\n' >"$TMP/model-copy"
+run "$KNITRUN" -n 2 --nodes 2 --timeout 50 -x KNIT_RMA_MODEL_CACHE="$TMP/model-cma" "$T" model pack
+expect_ok rma.model.cache_says_pack model
+run "$KNITRUN" -n 2 --nodes 2 --timeout 50 -x KNIT_RMA_MODEL_CACHE="$TMP/model-copy" "$T" model agent
+expect_ok rma.model.cache_says_agent model
+KNIT_RMA_MODEL_CACHE="$TMP/fresh" "$ROOT/$BUILD/bin/knit-info" --rma >"$TMP/info" 2>&1
+if grep -q "^knit-rma-model 1" "$TMP/fresh" 2>/dev/null && [ "$(grep -cE '^(ts_cma|tn_cma|ts_cp|tm) [0-9.]+$' "$TMP/fresh")" = 4 ] &&
+    grep -q "written to $TMP/fresh" "$TMP/info"; then
+    pass rma.model.knit_info_writes_the_cache
+else
+    fail rma.model.knit_info_writes_the_cache "$(head -c 300 "$TMP/fresh" 2>&1) $(head -n 2 "$TMP/info")"
+fi
+
 # fetch-and-add from every rank, a lock by compare-and-swap, 4 (and 8)
 # ranks accumulating into one region at once
 for lay in "4 1" "4 2" "8 2" "8 4"; do
