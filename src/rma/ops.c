@@ -100,6 +100,19 @@ static void finish(knit_rma_req_t *r, knit_status_t st)
     kn_rma.nopen--;
 }
 
+/* Every local piece could be user memory (the cheap check a send's buffer
+ * gets, for copies this process makes itself). */
+static int local_plausible(const xfer_t *x)
+{
+    kn_rma_cur_t c;
+    cur_local(&c, x);
+    uint64_t addr = 0, n;
+    while ((n = kn_rma_cur_next(&c, UINT64_MAX, &addr)))
+        if (kn_unlikely(kn_mem_implausible((void *)(uintptr_t)addr, n)))
+            return 0;
+    return 1;
+}
+
 /* Pack get: the bounce buffer into the local pieces. */
 static void unpack(knit_rma_req_t *r)
 {
@@ -454,6 +467,10 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
     q->compare = x->compare;
     if (nseg)
         memcpy(q + 1, x->segs, nseg * sizeof(kn_rma_seg_t));
+    if (pack && !local_plausible(x)) {
+        free(q);
+        return KNIT_ERR_FAULT;
+    }
     if (pack) { /* the origin side becomes one buffer */
         r->bounce = malloc(x->total);
         if (!r->bounce) {

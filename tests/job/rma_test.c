@@ -621,10 +621,11 @@ static void errors(void)
     CHECK(knit_put_vector(win, &iov, 1, t, 0, NULL) == KNIT_ERR_INVAL, "negative vector length");
     /* a local buffer that is not there: the call fails, the job goes on */
     for (unsigned m = KNIT_RMA_DIRECT; m <= KNIT_RMA_PACK; m++) {
-        if (m == KNIT_RMA_PACK)
-            continue; /* packing reads the buffer in this process: a fault is the program's */
         knit_status_t s = knit_get(win, (void *)16, base, 8, t, m, NULL);
         CHECK(s == KNIT_ERR_FAULT, "get into an unmapped buffer (%s): %s", knit_rma_method_name(m), knit_strerror(s));
+        int64_t count[2] = {8, 4}, st2[1] = {16};
+        s = knit_put_strided(win, (void *)16, st2, base, st2, count, 1, t, m, NULL);
+        CHECK(s == KNIT_ERR_FAULT, "put from an unmapped buffer (%s): %s", knit_rma_method_name(m), knit_strerror(s));
     }
     CHECK(knit_put(win, buf, base, 0, t, 0, NULL) == KNIT_OK, "zero bytes");
 }
