@@ -228,6 +228,13 @@ knit_status_t knit_probe(knit_ctx_t *ctx, int peer, int tag, uint32_t comm_id,
  * point-to-point messages.  Layers above allocate context ids below that
  * bit.  Creation is local (no communication): every member must create it
  * with the same ranks and id.
+ *
+ * Context ids the layers of this library take (a program using knit's
+ * native API alongside them keeps clear of these):
+ *   0                         the world communicator
+ *   1 .. 4095                 MPI communicators (knit's MPI)
+ *   0x40000000 | id           MPI's internal traffic on communicator id
+ *   0x2a000000 .. 0x2a0000ff  ARMCI (armci_msg_snd/rcv, its scope communicators)
  */
 #define KNIT_COLL_CTX_BIT 0x80000000u
 
