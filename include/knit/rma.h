@@ -11,7 +11,8 @@
  * otherwise).
  *
  * Completion.  With req NULL a call returns once the operation is complete
- * at the target (the data is in place, the atomic done).  The descriptor
+ * at the target (the data is in place, the atomic done; KNIT_RMA_LOCAL:
+ * once the source buffer may be reused).  The descriptor
  * arrays (counts, strides, I/O vectors) and the accumulate's description
  * are read during the call; the data buffers belong to knit until the
  * operation completes.  With a req it
@@ -77,6 +78,14 @@ knit_comm_t *knit_win_comm(const knit_win_t *win);
 #define KNIT_RMA_PACK 3u     /* packed into one buffer, unpacked at the target by its agent */
 #define KNIT_RMA_AUTO 4u     /* chosen per call by the cost model (knit-info --rma) */
 #define KNIT_RMA_METHOD_MASK 0xfu
+/* A flag beside the method: a put or accumulate completes (returns, or
+ * its request completes) once its source buffer may be reused, which
+ * through the agents is before the data reaches the target; the next
+ * fence (knit_rma_fence, _fence_all, _barrier, knit_win_free) waits for
+ * the rest and returns the first error any of them had (MPI_Put's and
+ * ARMCI_Put's completion).  Where the method moves the data itself
+ * (direct) nothing changes: complete at the target on return. */
+#define KNIT_RMA_LOCAL 0x10u
 
 knit_status_t knit_win_set_method(knit_win_t *win, unsigned method);
 /* The method a call with these flags would use for nblocks blocks of

@@ -44,6 +44,7 @@ typedef struct op {
     uint64_t token, id;
     int32_t origin;        /* the requesting rank */
     int32_t status;
+    int early;             /* completed to the rank already (KN_RMA_MF_LOCAL) */
     kn_rma_mreq_t r;
     kn_rma_seg_t *segs;    /* LIST */
     uint64_t sent;         /* bytes handed to chunks */
@@ -52,9 +53,20 @@ typedef struct op {
     slot_t slot[KN_RMA_MOD_WINDOW];
 } op_t;
 
+/* A rank's operations that completed early (KN_RMA_MF_LOCAL) and are not
+ * yet at their targets, and its FENCE requests waiting for them. */
+#define FENCE_WAIT 8
+typedef struct early {
+    uint32_t open;
+    int32_t error;         /* the first error among them since its last fence */
+    uint32_t nwait;
+    uint64_t wait[FENCE_WAIT];
+} early_t;
+
 typedef struct state {
     op_t *ops;
     uint64_t next_id;
+    early_t *early;        /* [local_size] */
 } state_t;
 
 static state_t *S(knit_mod_ctx_t *m)
@@ -86,13 +98,39 @@ static op_t *find_op(knit_mod_ctx_t *m, uint64_t id, op_t ***link)
     return NULL;
 }
 
+static early_t *early_of(knit_mod_ctx_t *m, int32_t rank)
+{
+    const knit_mod_geometry_t *g = K->geometry(m);
+    return &S(m)->early[rank - g->first_local];
+}
+
+/* The rank's fences: answered once nothing of it is early any more. */
+static void fences(knit_mod_ctx_t *m, early_t *e)
+{
+    if (e->open)
+        return;
+    for (uint32_t i = 0; i < e->nwait; i++)
+        K->complete(m, e->wait[i], e->error, NULL, 0);
+    if (e->nwait)
+        e->error = KNIT_MOD_OK;
+    e->nwait = 0;
+}
+
 static void op_end(knit_mod_ctx_t *m, op_t *o, const void *result, uint64_t rlen)
 {
     op_t **pp;
     if (find_op(m, o->id, &pp))
         *pp = o->next;
-    K->complete(m, o->token, o->status, o->status == KNIT_MOD_OK ? result : NULL,
-                o->status == KNIT_MOD_OK ? rlen : 0);
+    if (o->early) { /* the rank heard already: its next fence hears the rest */
+        early_t *e = early_of(m, o->origin);
+        e->open--;
+        if (o->status != KNIT_MOD_OK && e->error == KNIT_MOD_OK)
+            e->error = o->status;
+        fences(m, e);
+    } else {
+        K->complete(m, o->token, o->status, o->status == KNIT_MOD_OK ? result : NULL,
+                    o->status == KNIT_MOD_OK ? rlen : 0);
+    }
     K->free(m, o->segs);
     K->free(m, o);
 }
@@ -120,13 +158,22 @@ typedef struct run {
     char *dst;
 } run_t;
 
+/* A rank's memory that the agent could not reach: whose it was, told as
+ * the rank's own calls tell it (the origin's: KNIT_ERR_FAULT, the
+ * target's: KNIT_ERR_PEER_FAULT). */
+static int32_t whose(int32_t st, int32_t fault)
+{
+    return st == KNIT_MOD_ERR_RANGE ? fault : st;
+}
+
+/* (the origin's side) */
 static int32_t run_flush(knit_mod_ctx_t *m, int32_t rank, run_t *r, int write)
 {
     int32_t st = KNIT_MOD_OK;
     if (r->len)
         st = write ? K->write_rank(m, rank, r->addr, r->dst, r->len) : K->read_rank(m, rank, r->dst, r->addr, r->len);
     r->len = 0;
-    return st;
+    return whose(st, KNIT_ERR_FAULT);
 }
 
 static int32_t run_add(knit_mod_ctx_t *m, int32_t rank, run_t *r, uint64_t addr, char *buf, uint64_t len, int write)
@@ -231,13 +278,22 @@ static void pump(knit_mod_ctx_t *m, op_t *o)
         if (st != KNIT_MOD_OK) {
             K->log(m, KNIT_MOD_LOG_ERROR, "rank %d: %s to rank %d: %s at byte %llu", o->origin,
                    o->r.kind == KN_RMA_K_GET ? "get" : o->r.kind == KN_RMA_K_ACC ? "accumulate" : "put",
-                   o->r.target, st == KNIT_MOD_ERR_RANGE ? "the origin's buffer is not accessible" : "failed",
+                   o->r.target, st == KNIT_ERR_FAULT ? "the origin's buffer is not accessible" : "failed",
                    (unsigned long long)o->sent);
             o->status = st;
         }
     }
-    if (!o->inflight && (o->status != KNIT_MOD_OK || o->sent == o->r.total))
+    if (!o->inflight && (o->status != KNIT_MOD_OK || o->sent == o->r.total)) {
         op_end(m, o, NULL, 0);
+        return;
+    }
+    /* every byte read from the rank: it may have its buffer back now */
+    if ((o->r.flags & KN_RMA_MF_LOCAL) && !o->early && o->status == KNIT_MOD_OK && o->sent == o->r.total &&
+        o->r.kind != KN_RMA_K_GET && o->r.kind != KN_RMA_K_RMW) {
+        o->early = 1;
+        early_of(m, o->origin)->open++;
+        K->complete(m, o->token, KNIT_MOD_OK, NULL, 0);
+    }
 }
 
 static int desc_ok(const kn_rma_desc_t *d)
@@ -268,6 +324,16 @@ static void rma_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         K->log(m, KNIT_MOD_LOG_ERROR, "rank %d: a malformed request (version %u, kind %u, %llu bytes)", req->rank,
                r.version, r.kind, (unsigned long long)req->len);
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
+        return;
+    }
+    if (r.kind == KN_RMA_K_FENCE) {
+        early_t *e = early_of(m, req->rank);
+        if (e->nwait == FENCE_WAIT) {
+            K->complete(m, req->token, KNIT_MOD_ERR_AGAIN, NULL, 0);
+            return;
+        }
+        e->wait[e->nwait++] = req->token;
+        fences(m, e);
         return;
     }
     op_t *o = K->alloc(m, sizeof(*o));
@@ -399,7 +465,7 @@ static void at_target(knit_mod_ctx_t *m, int32_t from, const kn_rma_msg_hdr_t *h
         st = data ? KNIT_MOD_OK : KNIT_MOD_ERR_NOMEM;
         uint64_t off = 0;
         for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
-            st = K->read_rank(m, h->target, data + off, pc[i].raddr, pc[i].len);
+            st = whose(K->read_rank(m, h->target, data + off, pc[i].raddr, pc[i].len), KNIT_ERR_PEER_FAULT);
         reply(m, from, h, KN_RMA_M_GETDATA, st, data, st == KNIT_MOD_OK ? h->bytes : 0);
         K->free(m, data);
         return;
@@ -407,8 +473,9 @@ static void at_target(knit_mod_ctx_t *m, int32_t from, const kn_rma_msg_hdr_t *h
     const char *data = (const char *)(pc + h->npieces);
     uint64_t off = 0;
     for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
-        st = h->kind == KN_RMA_K_ACC ? acc_piece(m, h, pc[i].raddr, data + off, pc[i].len)
-                                     : K->write_rank(m, h->target, pc[i].raddr, data + off, pc[i].len);
+        st = whose(h->kind == KN_RMA_K_ACC ? acc_piece(m, h, pc[i].raddr, data + off, pc[i].len)
+                                           : K->write_rank(m, h->target, pc[i].raddr, data + off, pc[i].len),
+                   KNIT_ERR_PEER_FAULT);
     reply(m, from, h, KN_RMA_M_ACK, st, NULL, 0);
 }
 
@@ -452,7 +519,7 @@ static void at_origin(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t len
         }
     }
     if (st != KNIT_MOD_OK && o->status == KNIT_MOD_OK)
-        o->status = st == KNIT_MOD_ERR_RANGE && h->type == KN_RMA_M_GETDATA ? KNIT_MOD_ERR_RANGE : st;
+        o->status = st;
     sl->used = 0;
     o->inflight--;
     pump(m, o);
@@ -472,7 +539,7 @@ static void rma_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64
         at_target(m, from, msg, len);
         break;
     case KN_RMA_M_RMW: {
-        int32_t st = local(m, h.target) ? rmw(m, &h) : KNIT_MOD_ERR_INVAL;
+        int32_t st = local(m, h.target) ? whose(rmw(m, &h), KNIT_ERR_PEER_FAULT) : KNIT_MOD_ERR_INVAL;
         reply(m, from, &h, KN_RMA_M_RMWDONE, st, NULL, 0);
         break;
     }
@@ -489,9 +556,12 @@ static void rma_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64
 static int32_t rma_init(knit_mod_ctx_t *m, const knit_mod_services_t *svc)
 {
     K = svc;
+    const knit_mod_geometry_t *g = K->geometry(m);
     state_t *s = K->alloc(m, sizeof(state_t));
-    if (!s)
+    if (!s || !(s->early = K->alloc(m, (uint64_t)(g->local_size ? g->local_size : 1) * sizeof(early_t)))) {
+        K->free(m, s);
         return KNIT_MOD_ERR_NOMEM;
+    }
     K->set_state(m, s);
     return KNIT_MOD_OK;
 }

@@ -8,10 +8,10 @@
  *     communicator) per ARMCI_Malloc, in creation order, each with a
  *     serial number that is the same on every process;
  *   - the operations in flight: one record per knit request of a
- *     nonblocking call, tagged with its handle's id (0: no handle).  A
- *     blocking call is complete at its target when it returns, so every
- *     operation not yet complete is one of these records, and a fence is
- *     waiting for them.
+ *     nonblocking call, tagged with its handle's id (0: no handle).  Puts
+ *     and accumulates complete locally (KNIT_RMA_LOCAL), gets and atomics
+ *     at their targets; a fence waits for the records, then for knit's
+ *     fence of the locally completed ones (kn_armci_fence_remote).
  */
 #ifndef KN_ARMCI_IMPL_H
 #define KN_ARMCI_IMPL_H
@@ -82,6 +82,9 @@ kn_armci_region_t *kn_armci_region_of(int proc, const void *addr, size_t len);
  * reg NULL: any region); records with a handle id stay (as completed)
  * unless drop_handles.  Returns the first error. */
 knit_status_t kn_armci_complete(int proc, const kn_armci_region_t *reg, int drop_handles);
+/* Every put and accumulate that completed locally is at its target too
+ * (ARMCI_Fence); the first error one had there. */
+knit_status_t kn_armci_fence_remote(void);
 /* Forget the layer's message communicators (ARMCI_Finalize). */
 void kn_armci_msg_fini(void);
 

@@ -119,6 +119,9 @@ int ARMCI_Finalize(void)
     if (!kn_armci.initialized)
         return 0;
     knit_status_t err = kn_armci_complete(-1, NULL, 1);
+    knit_status_t fst = kn_armci_fence_remote();
+    if (err == 0 && fst < 0)
+        err = fst;
     if (kn_armci.mutex_win) {
         knit_status_t st = ARMCI_Destroy_mutexes();
         if (st < 0 && err == 0)

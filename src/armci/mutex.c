@@ -178,6 +178,8 @@ void ARMCI_Unlock(int mutex, int proc)
     /* what the holder did under the lock is complete before the next one
      * gets it */
     knit_status_t st = kn_armci_complete(-1, NULL, 0);
+    if (st >= 0)
+        st = kn_armci_fence_remote();
     if (st < 0)
         kn_armci_die(__func__, "an operation failed: %s", knit_strerror(st));
     fetch_add(__func__, serving, 1, proc);

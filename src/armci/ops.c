@@ -255,11 +255,11 @@ static int contig(const char *fn, int kind, int optype, const void *scale, const
     knit_rma_req_t **req = nb ? &op->req : NULL;
     knit_status_t st;
     if (kind == OP_PUT)
-        st = knit_put(reg->win, src, dst, (size_t)bytes, proc, KNIT_RMA_DEFAULT, req);
+        st = knit_put(reg->win, src, dst, (size_t)bytes, proc, KNIT_RMA_LOCAL, req);
     else if (kind == OP_GET)
         st = knit_get(reg->win, dst, src, (size_t)bytes, proc, KNIT_RMA_DEFAULT, req);
     else
-        st = knit_acc(reg->win, &op->acc, src, dst, (size_t)bytes, proc, KNIT_RMA_DEFAULT, req);
+        st = knit_acc(reg->win, &op->acc, src, dst, (size_t)bytes, proc, KNIT_RMA_LOCAL, req);
     return op_started(fn, op, st, nb, kind);
 }
 
@@ -295,8 +295,11 @@ int ARMCI_NbAcc(int optype, void *scale, void *src, void *dst, int bytes, int pr
 
 int ARMCI_Put_flag(void *src, void *dst, int bytes, int *flag, int value, int proc)
 {
-    /* the put is complete at proc when it returns: the flag follows it */
+    /* the put completes locally: the fence puts the data at proc before
+     * the flag follows */
     int rc = ARMCI_Put(src, dst, bytes, proc);
+    if (!rc)
+        rc = kn_armci_fence_remote();
     return rc ? rc : contig(__func__, OP_PUT, 0, NULL, &value, flag, (int)sizeof(int), proc, 0, NULL, 0);
 }
 
@@ -398,12 +401,12 @@ static int strided(const char *fn, int kind, int optype, const void *scale, void
     knit_win_t *win = op->reg->win;
     knit_status_t st;
     if (kind == OP_PUT)
-        st = knit_put_strided(win, src, op->sstride, dst, op->dstride, op->count, levels, proc, KNIT_RMA_DEFAULT, req);
+        st = knit_put_strided(win, src, op->sstride, dst, op->dstride, op->count, levels, proc, KNIT_RMA_LOCAL, req);
     else if (kind == OP_GET)
         st = knit_get_strided(win, dst, op->dstride, src, op->sstride, op->count, levels, proc, KNIT_RMA_DEFAULT, req);
     else
         st = knit_acc_strided(win, &op->acc, src, op->sstride, dst, op->dstride, op->count, levels, proc,
-                              KNIT_RMA_DEFAULT, req);
+                              KNIT_RMA_LOCAL, req);
     return op_started(fn, op, st, nb, kind);
 }
 
@@ -453,6 +456,8 @@ int ARMCI_PutS_flag(void *src_ptr, int src_stride_arr[], void *dst_ptr, int dst_
                     int stride_levels, int *flag, int value, int proc)
 {
     int rc = ARMCI_PutS(src_ptr, src_stride_arr, dst_ptr, dst_stride_arr, count, stride_levels, proc);
+    if (!rc)
+        rc = kn_armci_fence_remote(); /* the data at proc before the flag */
     return rc ? rc : contig(__func__, OP_PUT, 0, NULL, &value, flag, (int)sizeof(int), proc, 0, NULL, 0);
 }
 
@@ -503,11 +508,11 @@ static int vector_group(const char *fn, int kind, const armci_giov_t *darr, int 
     knit_rma_req_t **req = nb ? &op->req : NULL;
     knit_status_t st;
     if (kind == OP_PUT)
-        st = knit_put_vector(reg->win, iov, niov, op->proc, KNIT_RMA_DEFAULT, req);
+        st = knit_put_vector(reg->win, iov, niov, op->proc, KNIT_RMA_LOCAL, req);
     else if (kind == OP_GET)
         st = knit_get_vector(reg->win, iov, niov, op->proc, KNIT_RMA_DEFAULT, req);
     else
-        st = knit_acc_vector(reg->win, &op->acc, iov, niov, op->proc, KNIT_RMA_DEFAULT, req);
+        st = knit_acc_vector(reg->win, &op->acc, iov, niov, op->proc, KNIT_RMA_LOCAL, req);
     if (!nb) {
         free(op->mem);
         op->mem = NULL;
@@ -685,14 +690,25 @@ int ARMCI_WaitAll(void)
     return kn_armci_complete(-1, NULL, 0);
 }
 
+/* Puts and accumulates complete locally (KNIT_RMA_LOCAL, as ARMCI's do):
+ * this waits until every one of them is at its target too, and returns
+ * the first error any had there (one fence of the agents covers every
+ * region). */
+knit_status_t kn_armci_fence_remote(void)
+{
+    return kn_armci.regions ? knit_rma_fence_all(kn_armci.regions->win) : KNIT_OK;
+}
+
 void ARMCI_Fence(int proc)
 {
     kn_armci_need_init(__func__);
     if (check_proc(__func__, proc))
         kn_armci_die(__func__, "process %d out of range", proc);
-    /* the blocking calls completed at their targets already: what is
-     * left is the nonblocking operations in flight */
+    /* the nonblocking operations in flight, then what completed only
+     * locally (every target's: a fence of one is a fence of all) */
     knit_status_t st = kn_armci_complete(proc, NULL, 0);
+    if (st >= 0)
+        st = kn_armci_fence_remote();
     if (st < 0)
         kn_armci_die(__func__, "an operation to process %d failed: %s", proc, knit_strerror(st));
 }
@@ -701,6 +717,8 @@ void ARMCI_AllFence(void)
 {
     kn_armci_need_init(__func__);
     knit_status_t st = kn_armci_complete(-1, NULL, 0);
+    if (st >= 0)
+        st = kn_armci_fence_remote();
     if (st < 0)
         kn_armci_die(__func__, "an operation failed: %s", knit_strerror(st));
 }

@@ -136,8 +136,6 @@ static int poll_req(knit_rma_req_t *r)
         knit_status_t st = kn_off_request_try(&r->mreq, &done, &r->result, sizeof(r->result), &len);
         if (!done)
             return 0;
-        if (st == KNIT_ERR_RANGE) /* the agent could not reach a buffer */
-            st = KNIT_ERR_FAULT;
         if (st == KNIT_OK && r->unpacking)
             unpack(r);
         finish(r, st);
@@ -160,8 +158,6 @@ static knit_status_t wait_one(knit_rma_req_t *r)
     if (r->mreq) { /* the offload layer's wait: it knows when to leave the cpu to the agent */
         size_t len = 0;
         knit_status_t st = knit_request_wait(&r->mreq, &r->result, sizeof(r->result), &len);
-        if (st == KNIT_ERR_RANGE)
-            st = KNIT_ERR_FAULT;
         if (st == KNIT_OK && r->unpacking)
             unpack(r);
         finish(r, st);
@@ -199,12 +195,36 @@ static int win_cond(void *arg)
     return !left;
 }
 
+/* The agent's fence: every operation of ours that completed early is at
+ * its target (their first error). */
+static knit_status_t agent_fence(void)
+{
+    if (!kn_rma.early || !kn_rma.mod)
+        return KNIT_OK;
+    kn_rma_mreq_t q = {.version = KN_RMA_MOD_VERSION, .kind = KN_RMA_K_FENCE, .form = KN_RMA_F_STRIDED,
+                       .target = kn_rma.rank, .target_node = kn_rma.node};
+    knit_mreq_t *mr = NULL;
+    knit_status_t st;
+    while ((st = knit_module_request(kn_rma.mod, &q, sizeof(q), &mr)) == KNIT_ERR_AGAIN) {
+        size_t before = kn_rma.nopen;
+        if (!before)
+            return st;
+        knit_wait_until(kn_rma.ctx, any_cond, &before);
+    }
+    if (st == KNIT_OK)
+        st = knit_request_wait(&mr, NULL, 0, NULL);
+    kn_rma.early = 0;
+    return st;
+}
+
 knit_status_t kn_rma_wait_win(knit_win_t *w, int rank)
 {
     winwait_t ww = {w, rank};
+    knit_status_t st = KNIT_OK;
     if (!win_cond(&ww))
-        return knit_wait_until(kn_rma.ctx, win_cond, &ww);
-    return KNIT_OK;
+        st = knit_wait_until(kn_rma.ctx, win_cond, &ww);
+    knit_status_t st2 = agent_fence();
+    return st != KNIT_OK ? st : st2;
 }
 
 knit_status_t knit_rma_test(knit_rma_req_t **req, int *done)
@@ -437,7 +457,7 @@ static knit_status_t agent_request(knit_rma_req_t *r, void *args, size_t len)
     }
 }
 
-static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned method, knit_rma_req_t *r)
+static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned method, int local, knit_rma_req_t *r)
 {
     const kn_rma_peer_t *p = &w->peer[rank];
     int pack = method == KNIT_RMA_PACK && x->kind != KN_RMA_K_RMW && x->nblocks > 1;
@@ -465,6 +485,10 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
     }
     q->operand = x->operand;
     q->compare = x->compare;
+    if (local && (x->kind == KN_RMA_K_PUT || x->kind == KN_RMA_K_ACC)) {
+        q->flags |= KN_RMA_MF_LOCAL;
+        kn_rma.early = 1;
+    }
     if (nseg)
         memcpy(q + 1, x->segs, nseg * sizeof(kn_rma_seg_t));
     if (pack && !local_plausible(x)) {
@@ -575,7 +599,8 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
     } else if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW) {
         if (kn_rma.mod)
             st = via_agent(w, rank, x, (flags & KNIT_RMA_METHOD_MASK) == KNIT_RMA_PACK ? KNIT_RMA_PACK
-                                                                                        : KNIT_RMA_AGENT, r);
+                                                                                        : KNIT_RMA_AGENT,
+                           (flags & KNIT_RMA_LOCAL) != 0, r);
         else if (self)
             st = local_acc(x, r);
         else {
@@ -601,7 +626,7 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
             kn_error("the %s method to rank %d: %s", knit_rma_method_name(m), rank, kn_rma.why_no_agent);
             st = KNIT_ERR_NOT_SUPPORTED;
         } else {
-            st = via_agent(w, rank, x, m, r);
+            st = via_agent(w, rank, x, m, (flags & KNIT_RMA_LOCAL) != 0, r);
         }
     }
     free(x->segs);

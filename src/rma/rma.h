@@ -44,6 +44,7 @@ typedef struct kn_rma {
     int rank, node;
     kn_list_t open;        /* every request not complete, all windows */
     size_t nopen;
+    int early;             /* operations completed early (KNIT_RMA_LOCAL) since the last agent fence */
 } kn_rma_t;
 extern kn_rma_t kn_rma;
 

@@ -19,14 +19,21 @@
 
 #include "knit.h"
 
-#define KN_RMA_MOD_VERSION 1
+#define KN_RMA_MOD_VERSION 2
 #define KN_RMA_MOD_LEVELS 7
 #define KN_RMA_MOD_CHUNK (256u << 10)  /* data bytes of one chunk message */
 #define KN_RMA_MOD_WINDOW 4u           /* chunks in flight per request */
 #define KN_RMA_MOD_MAX_PIECES 8192u    /* target pieces in one chunk message */
 #define KN_RMA_MOD_SCALE 32u           /* bytes of a scale (long double complex) */
 
-enum kn_rma_kind { KN_RMA_K_PUT = 1, KN_RMA_K_GET, KN_RMA_K_ACC, KN_RMA_K_RMW, KN_RMA_K_MAX };
+/* FENCE: completes once every operation of the rank that completed early
+ * (KN_RMA_MF_LOCAL) is complete at its target; its status is the first
+ * error of those */
+enum kn_rma_kind { KN_RMA_K_PUT = 1, KN_RMA_K_GET, KN_RMA_K_ACC, KN_RMA_K_RMW, KN_RMA_K_FENCE, KN_RMA_K_MAX };
+
+/* a put or accumulate completes once its data is read from the rank (its
+ * buffer free again), not once it is at the target: a FENCE follows */
+#define KN_RMA_MF_LOCAL 0x1u
 enum kn_rma_form { KN_RMA_F_STRIDED = 1, KN_RMA_F_LIST };
 
 /* A strided descriptor (ARMCI's): count[0] bytes per block, count[1..levels]
@@ -50,6 +57,8 @@ typedef struct kn_rma_mreq {
     uint32_t dtype;        /* ACC, RMW: knit_dtype_t */
     uint32_t op;           /* ACC: knit_op_kind_t; RMW: knit_rma_atomic_op_t */
     uint32_t has_scale;
+    uint32_t flags;        /* KN_RMA_MF_* */
+    uint32_t reserved;
     uint64_t total;        /* bytes moved */
     uint64_t laddr, raddr; /* STRIDED: the bases; RMW: raddr */
     uint64_t nseg;         /* LIST: segments following */

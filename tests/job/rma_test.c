@@ -19,6 +19,10 @@
  *   rma_test many METHOD     2000 nonblocking puts in flight, tested now and
  *                            then while more are issued (more than the
  *                            agent's queue holds)
+ *   rma_test local METHOD    puts and accumulates that complete locally
+ *                            (KNIT_RMA_LOCAL): the source is overwritten as
+ *                            soon as a call returns, and after the fence the
+ *                            target holds what was there at the call
  *   rma_test model WANT      the method auto picks for 1024 blocks of 8 B
  *                            from a small buffer to another node is WANT
  *                            (the test gives it a cost model file)
@@ -39,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "knit.h"
@@ -573,6 +578,65 @@ static void many(const char *mname)
     free(reqs);
 }
 
+/* ------------------------------------------------------------ local completion */
+
+static void local_completion(const char *mname)
+{
+    unsigned method = method_of(mname) | KNIT_RMA_LOCAL;
+    int t = (rank + 1) % size, from = (rank + size - 1) % size;
+    const int rounds = 200, n = 64;
+    int64_t *buf = malloc(n * sizeof(int64_t));
+    CHECK(buf, "no memory");
+    memset(mine, 0, (size_t)(rounds + 1) * n * 8);
+    OK(knit_barrier(knit_comm_world(ctx)));
+    int64_t *dst = knit_win_base(win, t);
+    snprintf(what, sizeof(what), "%s: local completion", mname);
+    double t0 = check_now();
+    knit_rma_acc_t acc = {KNIT_INT64, KNIT_OP_SUM, NULL};
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < n; i++)
+            buf[i] = (int64_t)rank << 32 | (r * n + i);
+        int64_t count[2] = {8, n / 2}, st[1] = {16};
+        OK(knit_put_strided(win, buf, st, dst + (size_t)r * n, st, count, 1, t, method, NULL));
+        memset(buf, 0xff, n * sizeof(int64_t)); /* ours again at once */
+        int64_t one = r + 1;
+        OK(knit_acc(win, &acc, &one, dst + (size_t)rounds * n, 8, t, method, NULL));
+        one = -1;
+    }
+    double t1 = check_now();
+    OK(knit_rma_barrier(win));
+    const int64_t *got = (const int64_t *)mine;
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < n; i += 2)
+            CHECK(got[r * n + i] == ((int64_t)from << 32 | (r * n + i)), "round %d element %d is %llx", r, i,
+                  (unsigned long long)got[r * n + i]);
+    CHECK(got[rounds * n] == (int64_t)rounds * (rounds + 1) / 2, "the accumulated sum is %lld",
+          (long long)got[rounds * n]);
+    if (rank == 0)
+        printf("local %s: %.1f us a put and an accumulate\n", mname, (t1 - t0) / rounds * 1e6);
+    /* a put that completed early and then failed at its target: the fence
+     * says so (every rank's window: two pages, the second unmapped after) */
+    if (strcmp(mname, "direct")) {
+        long pg = sysconf(_SC_PAGESIZE);
+        char *two = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(two != MAP_FAILED, "mmap");
+        knit_win_t *w2;
+        OK(knit_win_create(knit_comm_world(ctx), two, 2 * (size_t)pg, &w2));
+        munmap(two + pg, (size_t)pg);
+        OK(knit_barrier(knit_comm_world(ctx)));
+        char *there = (char *)knit_win_base(w2, t) + pg;
+        knit_status_t st = knit_put(w2, buf, there, 64, t, method_of(mname) | KNIT_RMA_LOCAL, NULL);
+        knit_status_t fst = knit_rma_fence_all(w2);
+        CHECK(st == KNIT_OK ? fst == KNIT_ERR_PEER_FAULT : st == KNIT_ERR_PEER_FAULT,
+              "a failed early put: the call said %s, the fence %s", knit_strerror(st), knit_strerror(fst));
+        CHECK(knit_rma_fence_all(w2) == KNIT_OK, "the error is told once");
+        OK(knit_barrier(knit_comm_world(ctx)));
+        OK(knit_win_free(w2));
+        munmap(two, (size_t)pg);
+    }
+    free(buf);
+}
+
 /* ------------------------------------------------------------ model */
 
 static void model(const char *want)
@@ -719,6 +783,8 @@ int main(int argc, char **argv)
         passive(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "errors"))
         errors();
+    else if (!strcmp(cs, "local"))
+        local_completion(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "model"))
         model(argc > 2 ? argv[2] : "agent");
     else if (!strcmp(cs, "alltoall"))

@@ -29,6 +29,13 @@ for m in direct agent pack; do
     expect_ok "rma.alltoall.$m.n8.nodes2" alltoall
 done
 
+# puts and accumulates that complete locally (KNIT_RMA_LOCAL): the source is
+# reused at once, the fence brings the rest and an error that came late
+for m in agent pack auto; do
+    run "$KNITRUN" -n 4 --nodes 2 --timeout 60 "$T" local "$m"
+    expect_ok "rma.local_completion.$m" local
+done
+
 # more requests in flight than the agent's queue holds, tested as they go
 for m in direct agent pack; do
     run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" many "$m"
