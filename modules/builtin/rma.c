@@ -239,6 +239,8 @@ static int32_t send_chunk(knit_mod_ctx_t *m, op_t *o)
     }
     if (st == KNIT_MOD_OK && !get)
         st = run_flush(m, o->origin, &run, 0);
+    if (st == KNIT_MOD_OK && !bytes)
+        st = KNIT_MOD_ERR_INVAL; /* the descriptors end before the total (checked at the request: cannot be) */
     if (st != KNIT_MOD_OK) {
         K->free(m, buf);
         return st;
@@ -296,14 +298,30 @@ static void pump(knit_mod_ctx_t *m, op_t *o)
     }
 }
 
-static int desc_ok(const kn_rma_desc_t *d)
+/* A descriptor that moves exactly total bytes. */
+static int desc_ok(const kn_rma_desc_t *d, uint64_t total)
 {
     if (d->levels > KN_RMA_MOD_LEVELS)
         return 0;
-    for (uint32_t i = 0; i <= d->levels; i++)
-        if (d->count[i] < 0)
+    uint64_t n = 1;
+    for (uint32_t i = 0; i <= d->levels; i++) {
+        if (d->count[i] < 0 || (d->count[i] && n > UINT64_MAX / (uint64_t)d->count[i]))
             return 0;
-    return 1;
+        n *= (uint64_t)d->count[i];
+    }
+    return n == total;
+}
+
+/* A list whose segments add up to total. */
+static int list_ok(const kn_rma_seg_t *s, uint64_t nseg, uint64_t total)
+{
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < nseg; i++) {
+        if (s[i].len > UINT64_MAX - sum)
+            return 0;
+        sum += s[i].len;
+    }
+    return sum == total;
 }
 
 static void rma_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const void *args)
@@ -320,7 +338,11 @@ static void rma_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         r.target >= g->nranks || r.target_node < 0 || r.target_node >= g->nnodes ||
         (r.form != KN_RMA_F_STRIDED && r.form != KN_RMA_F_LIST) ||
         (r.form == KN_RMA_F_LIST && r.nseg > (req->len - sizeof(r)) / sizeof(kn_rma_seg_t)) ||
-        req->len != sizeof(r) + seglen || !desc_ok(&r.ldesc) || !desc_ok(&r.rdesc)) {
+        req->len != sizeof(r) + seglen ||
+        (r.kind != KN_RMA_K_RMW && r.kind != KN_RMA_K_FENCE &&
+         (r.form == KN_RMA_F_STRIDED ? !desc_ok(&r.ldesc, r.total) || !desc_ok(&r.rdesc, r.total)
+                                     : !list_ok((const kn_rma_seg_t *)((const char *)args + sizeof(r)), r.nseg,
+                                                r.total)))) {
         K->log(m, KNIT_MOD_LOG_ERROR, "rank %d: a malformed request (version %u, kind %u, %llu bytes)", req->rank,
                r.version, r.kind, (unsigned long long)req->len);
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
