@@ -305,21 +305,24 @@ static int desc_ok(const kn_rma_desc_t *d, uint64_t total)
         return 0;
     uint64_t n = 1;
     for (uint32_t i = 0; i <= d->levels; i++) {
-        if (d->count[i] < 0 || (d->count[i] && n > UINT64_MAX / (uint64_t)d->count[i]))
+        if (d->count[i] < 0 || (d->count[i] && n > UINT64_MAX / (uint64_t)d->count[i]) ||
+            (i < d->levels && d->stride[i] < 0))
             return 0;
         n *= (uint64_t)d->count[i];
     }
     return n == total;
 }
 
-/* A list whose segments add up to total. */
-static int list_ok(const kn_rma_seg_t *s, uint64_t nseg, uint64_t total)
+/* A list (nseg segments at p, maybe unaligned) that adds up to total. */
+static int list_ok(const char *p, uint64_t nseg, uint64_t total)
 {
     uint64_t sum = 0;
     for (uint64_t i = 0; i < nseg; i++) {
-        if (s[i].len > UINT64_MAX - sum)
+        kn_rma_seg_t s;
+        memcpy(&s, p + i * sizeof(s), sizeof(s));
+        if (s.len > UINT64_MAX - sum)
             return 0;
-        sum += s[i].len;
+        sum += s.len;
     }
     return sum == total;
 }
@@ -341,8 +344,7 @@ static void rma_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         req->len != sizeof(r) + seglen ||
         (r.kind != KN_RMA_K_RMW && r.kind != KN_RMA_K_FENCE &&
          (r.form == KN_RMA_F_STRIDED ? !desc_ok(&r.ldesc, r.total) || !desc_ok(&r.rdesc, r.total)
-                                     : !list_ok((const kn_rma_seg_t *)((const char *)args + sizeof(r)), r.nseg,
-                                                r.total)))) {
+                                     : !list_ok((const char *)args + sizeof(r), r.nseg, r.total)))) {
         K->log(m, KNIT_MOD_LOG_ERROR, "rank %d: a malformed request (version %u, kind %u, %llu bytes)", req->rank,
                r.version, r.kind, (unsigned long long)req->len);
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
@@ -402,6 +404,8 @@ static int32_t acc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t 
     if (h->op == KNIT_OP_REPLACE)
         return K->write_rank(m, h->target, raddr, src, len);
     size_t es = kn_coll_mod_esize(h->dtype);
+    if (!es || len % es)
+        return KNIT_MOD_ERR_INVAL; /* no such type, or not whole elements */
     char *tmp = K->alloc(m, 2 * len);
     if (!tmp)
         return KNIT_MOD_ERR_NOMEM;
@@ -547,11 +551,27 @@ static void at_origin(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t len
     pump(m, o);
 }
 
+static void dispatch(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64_t len);
+
 static void rma_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64_t len)
 {
-    kn_rma_msg_hdr_t h;
-    if (len < sizeof(h))
+    if (from < 0 || len < sizeof(kn_rma_msg_hdr_t))
+        return; /* only agents talk to each other here */
+    if ((uintptr_t)msg % _Alignof(kn_rma_msg_hdr_t)) { /* read in place below: aligned first */
+        void *copy = K->alloc(m, len);
+        if (!copy)
+            return;
+        memcpy(copy, msg, len);
+        dispatch(m, from, copy, len);
+        K->free(m, copy);
         return;
+    }
+    dispatch(m, from, msg, len);
+}
+
+static void dispatch(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64_t len)
+{
+    kn_rma_msg_hdr_t h;
     memcpy(&h, msg, sizeof(h));
     if (h.version != KN_RMA_MOD_VERSION)
         return;

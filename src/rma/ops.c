@@ -321,8 +321,8 @@ static int direct_mapped(kn_tl_t *tl, int job, const xfer_t *x)
             ro += (uint64_t)rd->stride[i - 1];
             if (++idx[i] < ld->count[i])
                 break;
-            lo -= (uint64_t)(ld->count[i] * ld->stride[i - 1]);
-            ro -= (uint64_t)(rd->count[i] * rd->stride[i - 1]);
+            lo -= (uint64_t)ld->count[i] * (uint64_t)ld->stride[i - 1];
+            ro -= (uint64_t)rd->count[i] * (uint64_t)rd->stride[i - 1];
             idx[i] = 0;
         }
     }

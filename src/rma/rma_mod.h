@@ -154,7 +154,7 @@ static inline uint64_t kn_rma_walk_addr(const kn_rma_walk_t *w)
 {
     uint64_t a = w->base + w->off;
     for (uint32_t i = 1; i <= w->d->levels; i++)
-        a += (uint64_t)(w->idx[i] * w->d->stride[i - 1]);
+        a += (uint64_t)w->idx[i] * (uint64_t)w->d->stride[i - 1]; /* wraps, never overflows */
     return a;
 }
 

@@ -16,6 +16,7 @@
 #include "net/frame.h"
 #include "offload/sbx.h"
 #include "offload/wire.h"
+#include "rma/rma_mod.h"
 #include "util/config.h"
 
 static const char *top;
@@ -445,6 +446,58 @@ static void sbx(void)
     emit("sbx", "scribbled", b.b, b.n);
 }
 
+/* ------------------------------------------------------------ rmamod */
+
+/* fuzz_rmamod's script: request (0, rank, u16 length, the request), then
+ * deliveries (2) of what the module sent itself */
+static void rma_request(buf_t *b, int rank, const kn_rma_mreq_t *q, const kn_rma_seg_t *segs, int nseg)
+{
+    u8(b, 0);
+    u8(b, (uint8_t)rank);
+    u16(b, (uint16_t)(sizeof(*q) + (size_t)nseg * sizeof(*segs)));
+    put(b, q, sizeof(*q));
+    put(b, segs, (size_t)nseg * sizeof(*segs));
+}
+
+static void rmamod(void)
+{
+    const uint64_t base = 0x10000000ull;
+    kn_rma_mreq_t s = {.version = KN_RMA_MOD_VERSION, .kind = KN_RMA_K_PUT, .form = KN_RMA_F_STRIDED, .target = 1,
+                       .target_node = 0, .total = 128, .laddr = base, .raddr = base + 4096};
+    s.ldesc = (kn_rma_desc_t){.levels = 1, .count = {8, 16}, .stride = {16}};
+    s.rdesc = (kn_rma_desc_t){.levels = 1, .count = {8, 16}, .stride = {24}};
+    static const char *names[] = {"put", "get", "acc", "put_local_fence"};
+    for (int k = 0; k < 4; k++) {
+        buf_t b = {.n = 0};
+        kn_rma_mreq_t q = s;
+        q.kind = (uint8_t)(k == 1 ? KN_RMA_K_GET : k == 2 ? KN_RMA_K_ACC : KN_RMA_K_PUT);
+        if (k == 2)
+            q.dtype = KNIT_INT32, q.op = KNIT_OP_SUM;
+        if (k == 3)
+            q.flags = KN_RMA_MF_LOCAL;
+        rma_request(&b, 0, &q, NULL, 0);
+        if (k == 3) {
+            kn_rma_mreq_t fence = {.version = KN_RMA_MOD_VERSION, .kind = KN_RMA_K_FENCE, .form = KN_RMA_F_STRIDED,
+                                   .target = 0, .target_node = 0};
+            rma_request(&b, 0, &fence, NULL, 0);
+        }
+        for (int i = 0; i < 4; i++)
+            u8(&b, 2);
+        emit("rmamod", names[k], b.b, b.n);
+    }
+    buf_t b = {.n = 0};
+    kn_rma_mreq_t l = {.version = KN_RMA_MOD_VERSION, .kind = KN_RMA_K_PUT, .form = KN_RMA_F_LIST, .target = 1,
+                       .target_node = 0, .total = 96, .nseg = 2};
+    kn_rma_seg_t segs[2] = {{base, base + 1000, 32}, {base + 64, base + 2000, 64}};
+    rma_request(&b, 1, &l, segs, 2);
+    kn_rma_mreq_t w = {.version = KN_RMA_MOD_VERSION, .kind = KN_RMA_K_RMW, .form = KN_RMA_F_STRIDED, .target = 0,
+                       .target_node = 0, .total = 8, .raddr = base + 8, .dtype = KNIT_INT64, .op = 1, .operand = 5};
+    rma_request(&b, 1, &w, NULL, 0);
+    for (int i = 0; i < 4; i++)
+        u8(&b, 2);
+    emit("rmamod", "list_and_atomic", b.b, b.n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -461,5 +514,6 @@ int main(int argc, char **argv)
     sbx();
     loader(argv[2]);
     config();
+    rmamod();
     return 0;
 }
