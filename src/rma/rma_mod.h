@@ -143,7 +143,7 @@ static inline void kn_rma_walk_start(kn_rma_walk_t *w, const kn_rma_desc_t *d, u
     w->base = base;
     uint64_t b = d->count[0] ? pos / (uint64_t)d->count[0] : 0;
     w->off = d->count[0] ? pos % (uint64_t)d->count[0] : 0;
-    for (uint32_t i = 1; i <= d->levels; i++) {
+    for (uint32_t i = 1; i <= d->levels && d->count[i]; i++) { /* a count of 0: nothing to walk */
         w->idx[i] = (int64_t)(b % (uint64_t)d->count[i]);
         b /= (uint64_t)d->count[i];
     }
