@@ -56,7 +56,8 @@ typedef struct rconn {
     int32_t rank;
     pid_t pid;
     kn_peer_heap_t heap;  /* its shared heap, mapped at first use */
-    int heap_fd;          /* the memfd's number in the rank */
+    int heap_fd;          /* the memfd's number in the rank, and the heap's range there */
+    uint64_t heap_base, heap_size;
     kn_list_t posted;
     kn_list_t overflow;
 } rconn_t;
@@ -259,23 +260,12 @@ static int local_slot(int32_t rank)
     return s >= 0 && s < A.g->local_size && A.r[s].fd >= 0 ? s : -1;
 }
 
-/* Where [addr, addr + len) of a rank's shared heap is mapped here (mapping
- * it at first use); NULL: not in it, or it cannot be mapped. */
-static char *heap_at(rconn_t *c, uint64_t addr, uint64_t len)
-{
-    kn_peer_heap_t *h = &c->heap;
-    if (kn_likely(h->state > 0))
-        return kn_peer_heap_at(h, addr, len);
-    if (h->state < 0 || !h->size || addr - h->base >= h->size)
-        return NULL;
-    if (kn_peer_heap_map(h, c->pid, c->heap_fd, h->base, h->size))
-        kn_debug("rank %d's shared heap is mapped: its blocks are copied with memcpy", c->rank);
-    return kn_peer_heap_at(h, addr, len);
-}
-
 static int32_t cma(int slot, int write, void *local, uint64_t addr, uint64_t len, int mslot)
 {
-    char *mapped = len ? heap_at(&A.r[slot], addr, len) : NULL;
+    rconn_t *c = &A.r[slot];
+    /* a block of the rank's shared heap: memcpy through our mapping of it */
+    char *mapped = len ? kn_peer_heap_reach(&c->heap, c->pid, c->heap_fd, c->heap_base, c->heap_size, addr, len)
+                       : NULL;
     if (mapped) {
         if (write)
             memcpy(mapped, local, len);
@@ -691,8 +681,8 @@ static void on_new_conn(int fd, uint32_t ev, void *arg)
     c->rank = h.rank;
     c->pid = h.pid;
     memset(&c->heap, 0, sizeof(c->heap));
-    c->heap.base = h.heap_base;
-    c->heap.size = h.heap_fd >= 0 ? h.heap_size : 0;
+    c->heap_base = h.heap_base;
+    c->heap_size = h.heap_fd >= 0 ? h.heap_size : 0;
     c->heap_fd = h.heap_fd;
     send_reply(fd, KNIT_OK, slot);
     kn_d_watch(fd, on_rank_sock, (void *)(intptr_t)slot);

@@ -210,18 +210,11 @@ static int32_t send_chunk(knit_mod_ctx_t *m, op_t *o)
     run_t run = {0};
     int32_t st = KNIT_MOD_OK;
     while (bytes < cap && st == KNIT_MOD_OK) {
-        /* both sides step alike (same counts): take the local piece, then
-         * the same bytes of the remote side */
         kn_rma_cur_t lsave = o->lcur, rsave = o->rcur;
         uint64_t la = 0, ra = 0;
-        uint64_t n = kn_rma_cur_next(&o->lcur, cap - bytes, &la);
+        uint64_t n = kn_rma_cur_pair(&o->lcur, &o->rcur, cap - bytes, &la, &ra);
         if (!n)
             break;
-        uint64_t rn = kn_rma_cur_next(&o->rcur, n, &ra);
-        if (rn < n) { /* the remote piece is shorter: give the local bytes back */
-            o->lcur = lsave;
-            n = kn_rma_cur_next(&o->lcur, rn, &la);
-        }
         if (np && pc[np - 1].raddr + pc[np - 1].len == ra) {
             pc[np - 1].len += n;
         } else if (np == maxp) {
@@ -402,19 +395,14 @@ static int local(knit_mod_ctx_t *m, int32_t rank)
 static int32_t acc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len)
 {
     if (h->op == KNIT_OP_REPLACE)
-        return K->write_rank(m, h->target, raddr, src, len);
-    size_t es = kn_coll_mod_esize(h->dtype);
-    if (!es || len % es)
-        return KNIT_MOD_ERR_INVAL; /* no such type, or not whole elements */
+        return K->write_rank(m, h->target, raddr, src, len); /* nothing to read */
     char *tmp = K->alloc(m, 2 * len);
     if (!tmp)
         return KNIT_MOD_ERR_NOMEM;
     char *in = tmp + len;
     memcpy(in, src, len);
-    if (h->has_scale)
-        kn_rma_scale(in, len / es, h->dtype, h->scale);
     int32_t st = K->read_rank(m, h->target, tmp, raddr, len);
-    if (st == KNIT_MOD_OK && kn_coll_mod_reduce(in, tmp, len / es, h->dtype, h->op) != 0)
+    if (st == KNIT_MOD_OK && !kn_rma_combine(in, tmp, len, h->dtype, h->op, h->has_scale ? h->scale : NULL))
         st = KNIT_MOD_ERR_INVAL;
     if (st == KNIT_MOD_OK)
         st = K->write_rank(m, h->target, raddr, tmp, len);
@@ -454,15 +442,8 @@ static int32_t rmw(knit_mod_ctx_t *m, kn_rma_msg_hdr_t *h)
     int32_t st = K->read_rank(m, h->target, &old, h->raddr, es); /* little-endian: the low bytes */
     if (st != KNIT_MOD_OK)
         return st;
-    if (es == 4)
-        old = (uint32_t)old;
-    uint64_t cmp = es == 4 ? (uint32_t)h->compare : h->compare;
-    switch (h->op) {
-    case KNIT_RMA_FETCH_ADD: nv = old + h->operand; break; /* two's complement: signed too */
-    case KNIT_RMA_SWAP: nv = h->operand; break;
-    case KNIT_RMA_CAS: nv = old == cmp ? h->operand : old; break;
-    default: return KNIT_MOD_ERR_INVAL;
-    }
+    if (!kn_rma_rmw(h->op, es, old, h->operand, h->compare, &nv))
+        return KNIT_MOD_ERR_INVAL;
     h->old = old;
     return nv == old ? KNIT_MOD_OK : K->write_rank(m, h->target, h->raddr, &nv, es);
 }

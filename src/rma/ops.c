@@ -125,6 +125,14 @@ static void unpack(knit_rma_req_t *r)
     }
 }
 
+/* r's agent request ended with st. */
+static void agent_done(knit_rma_req_t *r, knit_status_t st)
+{
+    if (st == KNIT_OK && r->unpacking)
+        unpack(r);
+    finish(r, st);
+}
+
 /* Has r completed (polling its agent request; no progress)? */
 static int poll_req(knit_rma_req_t *r)
 {
@@ -132,14 +140,10 @@ static int poll_req(knit_rma_req_t *r)
         return 1;
     if (r->mreq) {
         int done = 0;
-        size_t len = 0;
-        knit_status_t st = kn_off_request_try(&r->mreq, &done, &r->result, sizeof(r->result), &len);
-        if (!done)
-            return 0;
-        if (st == KNIT_OK && r->unpacking)
-            unpack(r);
-        finish(r, st);
-        return 1;
+        knit_status_t st = kn_off_request_try(&r->mreq, &done, &r->result, sizeof(r->result), NULL);
+        if (done)
+            agent_done(r, st);
+        return done;
     }
     if (!r->pending && !r->starting)
         finish(r, r->status);
@@ -156,11 +160,7 @@ static knit_status_t wait_one(knit_rma_req_t *r)
     if (poll_req(r))
         return r->status;
     if (r->mreq) { /* the offload layer's wait: it knows when to leave the cpu to the agent */
-        size_t len = 0;
-        knit_status_t st = knit_request_wait(&r->mreq, &r->result, sizeof(r->result), &len);
-        if (st == KNIT_OK && r->unpacking)
-            unpack(r);
-        finish(r, st);
+        agent_done(r, knit_request_wait(&r->mreq, &r->result, sizeof(r->result), NULL));
         return r->status;
     }
     knit_wait_until(kn_rma.ctx, req_cond, r);
@@ -195,6 +195,19 @@ static int win_cond(void *arg)
     return !left;
 }
 
+/* A request to the agents' module; while the agent's queue is full, wait
+ * for one of ours to finish. */
+static knit_status_t submit(const void *args, size_t len, knit_mreq_t **mr)
+{
+    for (;;) {
+        knit_status_t st = knit_module_request(kn_rma.mod, args, len, mr);
+        size_t before = kn_rma.nopen;
+        if (st != KNIT_ERR_AGAIN || !before)
+            return st;
+        knit_wait_until(kn_rma.ctx, any_cond, &before);
+    }
+}
+
 /* The agent's fence: every operation of ours that completed early is at
  * its target (their first error). */
 static knit_status_t agent_fence(void)
@@ -204,13 +217,7 @@ static knit_status_t agent_fence(void)
     kn_rma_mreq_t q = {.version = KN_RMA_MOD_VERSION, .kind = KN_RMA_K_FENCE, .form = KN_RMA_F_STRIDED,
                        .target = kn_rma.rank, .target_node = kn_rma.node};
     knit_mreq_t *mr = NULL;
-    knit_status_t st;
-    while ((st = knit_module_request(kn_rma.mod, &q, sizeof(q), &mr)) == KNIT_ERR_AGAIN) {
-        size_t before = kn_rma.nopen;
-        if (!before)
-            return st;
-        knit_wait_until(kn_rma.ctx, any_cond, &before);
-    }
+    knit_status_t st = submit(&q, sizeof(q), &mr);
     if (st == KNIT_OK)
         st = knit_request_wait(&mr, NULL, 0, NULL);
     kn_rma.early = 0;
@@ -347,15 +354,7 @@ static knit_status_t direct_vec(kn_tl_t *tl, int job, const xfer_t *x)
     knit_status_t st = KNIT_OK;
     for (;;) {
         uint64_t la = 0, ra = 0;
-        kn_rma_cur_t lsave = lc;
-        uint64_t n = kn_rma_cur_next(&lc, UINT64_MAX, &la);
-        if (n) {
-            uint64_t rn = kn_rma_cur_next(&rc, n, &ra);
-            if (rn < n) {
-                lc = lsave;
-                n = kn_rma_cur_next(&lc, rn, &la);
-            }
-        }
+        uint64_t n = kn_rma_cur_pair(&lc, &rc, UINT64_MAX, &la, &ra);
         int lmerge = n && nl && (char *)lv[nl - 1].iov_base + lv[nl - 1].iov_len == (char *)(uintptr_t)la;
         int rmerge = n && nr && (char *)rv[nr - 1].iov_base + rv[nr - 1].iov_len == (char *)(uintptr_t)ra;
         if (!n || (!lmerge && nl == KN_RMA_IOV) || (!rmerge && nr == KN_RMA_IOV)) {
@@ -406,15 +405,9 @@ static knit_status_t direct_rdma(kn_tl_t *tl, int job, uint64_t rkey, const xfer
     size_t i = 0;
     for (;;) {
         uint64_t la = 0, ra = 0;
-        kn_rma_cur_t lsave = lc;
-        uint64_t n = kn_rma_cur_next(&lc, UINT64_MAX, &la);
+        uint64_t n = kn_rma_cur_pair(&lc, &rc, UINT64_MAX, &la, &ra);
         if (!n)
             break;
-        uint64_t rn = kn_rma_cur_next(&rc, n, &ra);
-        if (rn < n) {
-            lc = lsave;
-            n = kn_rma_cur_next(&lc, rn, &la);
-        }
         if (i == x->nblocks) { /* more pieces than blocks: cannot be (same counts both sides) */
             r->status = KNIT_ERR_INVAL;
             break;
@@ -442,20 +435,6 @@ static knit_status_t direct_rdma(kn_tl_t *tl, int job, uint64_t rkey, const xfer
 }
 
 /* ------------------------------------------------------------ agent, pack */
-
-static knit_status_t agent_request(knit_rma_req_t *r, void *args, size_t len)
-{
-    r->args = args;
-    for (;;) {
-        knit_status_t st = knit_module_request(kn_rma.mod, args, len, &r->mreq);
-        if (st != KNIT_ERR_AGAIN)
-            return st;
-        size_t before = kn_rma.nopen; /* the agent's queue is full: wait for one of ours */
-        if (!before)
-            return st;
-        knit_wait_until(kn_rma.ctx, any_cond, &before);
-    }
-}
 
 static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned method, int local, knit_rma_req_t *r)
 {
@@ -526,9 +505,11 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
             }
         }
     }
-    knit_status_t st = agent_request(r, q, len);
-    if (st != KNIT_OK)
-        r->args = NULL, free(q);
+    knit_status_t st = submit(q, len, &r->mreq);
+    if (st == KNIT_OK)
+        r->args = q; /* the agent reads it until the request completes */
+    else
+        free(q);
     return st;
 }
 
@@ -542,30 +523,22 @@ static knit_status_t local_acc(const xfer_t *x, knit_rma_req_t *r)
         size_t es = knit_dtype_size(x->acc.dtype);
         uint64_t old = 0, nv;
         memcpy(&old, (void *)(uintptr_t)x->raddr, es);
-        uint64_t cmp = es == 4 ? (uint32_t)x->compare : x->compare;
-        nv = x->aop == KNIT_RMA_FETCH_ADD ? old + x->operand : x->aop == KNIT_RMA_SWAP ? x->operand
-             : old == cmp ? x->operand : old;
+        if (!kn_rma_rmw(x->aop, es, old, x->operand, x->compare, &nv))
+            return KNIT_ERR_INVAL;
         memcpy((void *)(uintptr_t)x->raddr, &nv, es);
         r->result = old;
         return KNIT_OK;
     }
-    size_t es = knit_dtype_size(x->acc.dtype);
-    knit_op_t op = {.kind = x->acc.op};
     kn_rma_cur_t lc, rc;
     cur_local(&lc, x);
     cur_remote(&rc, x);
-    char tmp[4096];
+    _Alignas(16) char tmp[4096]; /* a multiple of every element size */
     uint64_t la, ra, n;
-    while ((n = kn_rma_cur_next(&lc, sizeof(tmp), &la))) {
-        uint64_t rn = kn_rma_cur_next(&rc, n, &ra);
-        if (rn < n) /* cannot be: the same counts on both sides */
-            return KNIT_ERR_INVAL;
+    while ((n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra))) {
         memcpy(tmp, (void *)(uintptr_t)la, n);
-        if (x->acc.scale)
-            kn_rma_scale(tmp, n / es, x->acc.dtype, x->acc.scale);
-        knit_status_t st = knit_reduce_local(tmp, (void *)(uintptr_t)ra, n / es, x->acc.dtype, &op);
-        if (st != KNIT_OK)
-            return st;
+        if (!kn_rma_combine(tmp, (void *)(uintptr_t)ra, n, (uint32_t)x->acc.dtype, (uint32_t)x->acc.op,
+                            x->acc.scale))
+            return KNIT_ERR_INVAL;
     }
     return KNIT_OK;
 }

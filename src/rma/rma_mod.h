@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "knit.h"
+#include "knit/rma.h"
+#include "coll/coll_mod.h"
 
 #define KN_RMA_MOD_VERSION 2
 #define KN_RMA_MOD_LEVELS 7
@@ -114,6 +116,37 @@ static inline int kn_rma_scale(void *v, uint64_t n, uint32_t dtype, const uint8_
 #undef KN_RMA_SCALE
     default: return 0;
     }
+}
+
+/* An atomic's new value from the old one (es 4 or 8 bytes: the low bytes,
+ * little-endian; two's complement, so signed types too); 0: no such op. */
+static inline int kn_rma_rmw(uint32_t op, uint64_t es, uint64_t old, uint64_t operand, uint64_t compare,
+                             uint64_t *nv)
+{
+    if (es == 4)
+        old = (uint32_t)old, compare = (uint32_t)compare;
+    switch (op) {
+    case KNIT_RMA_FETCH_ADD: *nv = old + operand; return 1;
+    case KNIT_RMA_SWAP: *nv = operand; return 1;
+    case KNIT_RMA_CAS: *nv = old == compare ? operand : old; return 1;
+    default: return 0;
+    }
+}
+
+/* An accumulate's combining of `bytes`: inout = inout op (scale * in), in
+ * scaled in place (scale NULL: none); 0: the type or the op does not
+ * apply, or not whole elements. */
+static inline int kn_rma_combine(void *in, void *inout, uint64_t bytes, uint32_t dtype, uint32_t op,
+                                 const uint8_t *scale)
+{
+    if (op == KNIT_OP_REPLACE) {
+        memcpy(inout, in, bytes);
+        return 1;
+    }
+    uint64_t es = kn_coll_mod_esize(dtype);
+    if (!es || bytes % es || (scale && !kn_rma_scale(in, bytes / es, dtype, scale)))
+        return 0;
+    return kn_coll_mod_reduce(in, inout, bytes / es, dtype, op) == 0;
 }
 
 /* --------------------------------------------------- the descriptor walk */
@@ -224,6 +257,22 @@ static inline uint64_t kn_rma_cur_next(kn_rma_cur_t *c, uint64_t max, uint64_t *
         n = max;
     *addr = (c->remote ? s->raddr : s->laddr) + c->off;
     c->off += n;
+    return n;
+}
+
+/* The next piece both sides have whole, at most max bytes: both advance
+ * by it; 0 at the end of either. */
+static inline uint64_t kn_rma_cur_pair(kn_rma_cur_t *l, kn_rma_cur_t *r, uint64_t max, uint64_t *la, uint64_t *ra)
+{
+    kn_rma_cur_t save = *l;
+    uint64_t n = kn_rma_cur_next(l, max, la);
+    if (!n)
+        return 0;
+    uint64_t rn = kn_rma_cur_next(r, n, ra);
+    if (rn < n) { /* the remote piece is shorter: give the local bytes back */
+        *l = save;
+        n = rn ? kn_rma_cur_next(l, rn, la) : 0;
+    }
     return n;
 }
 

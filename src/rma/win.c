@@ -81,16 +81,20 @@ static void load_with(knit_comm_t *comm)
         load_module();
 }
 
-static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *mem, knit_win_t **out)
+/* local: how this member's side went so far (a failure still takes part
+ * in the allgather, so that every member fails together). */
+static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *mem, knit_status_t local,
+                            knit_win_t **out)
 {
     knit_win_t *w = calloc(1, sizeof(*w));
     int n = comm ? knit_comm_size(comm) : 0;
-    rec_t mine = {.base = (uint64_t)(uintptr_t)base, .size = size};
+    rec_t mine = {.base = (uint64_t)(uintptr_t)base, .size = size, .status = local};
     rec_t *all = calloc((size_t)(n ? n : 1), sizeof(rec_t));
-    w->peer = calloc((size_t)(n ? n : 1), sizeof(kn_rma_peer_t));
-    if (!w || !all || !w->peer)
+    if (w)
+        w->peer = calloc((size_t)(n ? n : 1), sizeof(kn_rma_peer_t));
+    if (mine.status == KNIT_OK && (!w || !all || !w->peer))
         mine.status = KNIT_ERR_NOMEM;
-    else if (kn_rma.net && size) {
+    if (mine.status == KNIT_OK && kn_rma.net && size) {
         mine.status = kn_rma.net->ops->mem_reg(kn_rma.net, base, size, &mine.rkey, &w->memh);
         if (mine.status != KNIT_OK)
             w->memh = NULL;
@@ -136,7 +140,7 @@ knit_status_t knit_win_create(knit_comm_t *comm, void *base, size_t size, knit_w
     if (!usable(comm, out) || (size && !base))
         return KNIT_ERR_INVAL;
     load_with(comm);
-    return create(comm, size ? base : NULL, size, NULL, out);
+    return create(comm, size ? base : NULL, size, NULL, KNIT_OK, out);
 }
 
 knit_status_t knit_mem_alloc(knit_comm_t *comm, size_t size, knit_win_t **out)
@@ -145,22 +149,11 @@ knit_status_t knit_mem_alloc(knit_comm_t *comm, size_t size, knit_win_t **out)
         return KNIT_ERR_INVAL;
     load_with(comm);
     void *mem = NULL;
-    /* a failure here still takes part in the allgather, so that every
-     * member fails together */
     if (size && posix_memalign(&mem, 64, size) != 0)
         mem = NULL;
     if (mem)
         memset(mem, 0, size);
-    knit_status_t st;
-    if (size && !mem) {
-        rec_t none = {.status = KNIT_ERR_NOMEM};
-        int n = knit_comm_size(comm);
-        rec_t *all = calloc((size_t)n, sizeof(rec_t));
-        st = all ? knit_allgather(comm, &none, all, sizeof(rec_t), KNIT_BYTE) : KNIT_ERR_NOMEM;
-        free(all);
-        return st == KNIT_OK ? KNIT_ERR_NOMEM : st;
-    }
-    st = create(comm, mem, size, mem, out);
+    knit_status_t st = create(comm, mem, size, mem, size && !mem ? KNIT_ERR_NOMEM : KNIT_OK, out);
     if (st != KNIT_OK)
         free(mem);
     return st;

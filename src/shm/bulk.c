@@ -20,16 +20,8 @@
  * the heap on first use; NULL: cross-memory attach. */
 static char *heap_at(shm_tl_t *s, unsigned li, uint64_t raddr, size_t len)
 {
-    kn_peer_heap_t *h = &s->heaps[li];
-    if (kn_likely(h->state > 0))
-        return kn_peer_heap_at(h, raddr, len);
     const rank_area_t *a = &s->areas[li];
-    if (h->state < 0 || raddr - a->heap_base >= a->heap_size)
-        return NULL;
-    if (kn_peer_heap_map(h, peer_pid(s, li), a->heap_fd, a->heap_base, a->heap_size))
-        kn_debug("rank %d's shared heap is mapped: copies between its blocks and ours are memcpy",
-                 s->p.first_rank + (int)li);
-    return kn_peer_heap_at(h, raddr, len);
+    return kn_peer_heap_reach(&s->heaps[li], peer_pid(s, li), a->heap_fd, a->heap_base, a->heap_size, raddr, len);
 }
 
 /* One full copy of a block of local peer li: a memcpy where both blocks

@@ -32,4 +32,19 @@ static inline char *kn_peer_heap_at(const kn_peer_heap_t *h, uint64_t raddr, siz
     return h->map && off < h->size && len <= h->size - off ? h->map + off : NULL;
 }
 
+/* Where [addr, addr + len) of the peer lies in our mapping, mapping the
+ * heap (the peer's pid, memfd number and range) when its range is first
+ * touched; NULL: not (wholly) in it, or it cannot be mapped (then
+ * cross-memory attach, for good). */
+static inline char *kn_peer_heap_reach(kn_peer_heap_t *h, pid_t pid, int fd, uint64_t base, uint64_t size,
+                                       uint64_t addr, size_t len)
+{
+    if (h->state > 0)
+        return kn_peer_heap_at(h, addr, len);
+    if (h->state < 0 || !size || addr - base >= size)
+        return NULL;
+    kn_peer_heap_map(h, pid, fd, base, size);
+    return kn_peer_heap_at(h, addr, len);
+}
+
 #endif
