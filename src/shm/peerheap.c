@@ -63,7 +63,7 @@ int kn_peer_heap_map(kn_peer_heap_t *h, pid_t pid, int fd, uint64_t base, uint64
         kn_debug("the heap of pid %d stays with cross-memory attach: %s%s%s", (int)pid, why, err ? ": " : "",
                  err ? strerror(err) : "");
     else
-        kn_debug("the heap of pid %d is mapped: copies to and from its blocks are memcpy", (int)pid);
+        kn_debug("pid %d's shared heap is mapped: copies to and from its blocks are memcpy", (int)pid);
     return h->state > 0;
 }
 
