@@ -501,6 +501,78 @@ void kn_mpi_unpack(const kn_mpi_type_t *t, const void *in, size_t nbytes, void *
         }
 }
 
+void kn_mpi_tcur_init(kn_mpi_tcur_t *c, const kn_mpi_type_t *t, const void *buf, size_t count)
+{
+    c->t = t;
+    c->elem = buf;
+    c->k = 0;
+    c->count = t->size ? count : 0;
+    c->i = 0;
+    c->j = 0;
+}
+
+size_t kn_mpi_tcur_next(kn_mpi_tcur_t *c, char **addr)
+{
+    const kn_mpi_type_t *t = c->t;
+    if (c->k >= c->count)
+        return 0;
+    if (t->contig) { /* all of it at once */
+        *addr = (char *)c->elem + t->true_lb;
+        c->k = c->count;
+        return c->count * t->size;
+    }
+    while (c->i >= t->nseg || t->seg[c->i].count == 0 || t->seg[c->i].blen == 0) {
+        if (c->i >= t->nseg) {
+            if (++c->k >= c->count)
+                return 0;
+            c->elem += t->extent;
+            c->i = 0;
+            c->j = 0;
+        } else {
+            c->i++;
+            c->j = 0;
+        }
+    }
+    const kn_seg_t *s = &t->seg[c->i];
+    *addr = (char *)c->elem + s->disp + (MPI_Aint)c->j * s->stride;
+    if (++c->j >= s->count) {
+        c->i++;
+        c->j = 0;
+    }
+    return s->blen;
+}
+
+int kn_mpi_type_strided(const kn_mpi_type_t *t, size_t count, MPI_Aint *first, int64_t cnt[3],
+                        int64_t stride[2], int *levels)
+{
+    if (count == 0 || t->size == 0) {
+        *first = 0;
+        cnt[0] = 0;
+        *levels = 0;
+        return 1;
+    }
+    if (t->contig) {
+        *first = t->true_lb;
+        cnt[0] = (int64_t)(count * t->size);
+        *levels = 0;
+        return 1;
+    }
+    if (t->nseg != 1)
+        return 0;
+    const kn_seg_t *s = &t->seg[0];
+    *first = s->disp;
+    cnt[0] = (int64_t)s->blen;
+    cnt[1] = (int64_t)s->count;
+    stride[0] = (int64_t)s->stride;
+    *levels = 1;
+    if (count > 1) {
+        cnt[2] = (int64_t)count;
+        stride[1] = (int64_t)t->extent;
+        *levels = 2;
+    }
+    return 1;
+}
+
 MPI_Count kn_mpi_type_elements(const kn_mpi_type_t *t, size_t nbytes)
 {
     if (t->size == 0)

@@ -286,6 +286,25 @@ static inline void kn_mpi_type_unref(kn_mpi_type_t *t)
 void kn_mpi_pack(const kn_mpi_type_t *t, const void *buf, size_t count, void *out);
 /* Unpack the first nbytes of in (at most size*count) into count elements at buf. */
 void kn_mpi_unpack(const kn_mpi_type_t *t, const void *in, size_t nbytes, void *buf, size_t count);
+/* The layout of count elements at buf, block by block in typemap order
+ * (one-sided operations walk both sides with it): kn_mpi_tcur_next gives
+ * the next contiguous block's address and length, 0 at the end.  Blocks
+ * of one segment may touch; nothing is merged. */
+typedef struct kn_mpi_tcur {
+    const kn_mpi_type_t *t;
+    const char *elem;     /* the current element */
+    size_t k, count;      /* element index, elements */
+    int i;                /* segment */
+    size_t j;             /* block within the segment */
+} kn_mpi_tcur_t;
+void kn_mpi_tcur_init(kn_mpi_tcur_t *c, const kn_mpi_type_t *t, const void *buf, size_t count);
+size_t kn_mpi_tcur_next(kn_mpi_tcur_t *c, char **addr);
+/* Whether count elements of t are one regular strided layout: *first the
+ * first block's byte offset from buf; cnt[0] bytes per block, cnt[1..*levels]
+ * repetitions at stride[0..*levels-1] bytes (knit_put_strided's form, at
+ * most 2 levels).  0: not that regular (walk it with the cursor). */
+int kn_mpi_type_strided(const kn_mpi_type_t *t, size_t count, MPI_Aint *first, int64_t cnt[3],
+                        int64_t stride[2], int *levels);
 /* Basic elements in the first nbytes of the layout; -1 if nbytes ends
  * inside an element. */
 MPI_Count kn_mpi_type_elements(const kn_mpi_type_t *t, size_t nbytes);
