@@ -54,13 +54,26 @@ typedef struct knit_rma_req knit_rma_req_t;
  * (size 0: nothing; base may then be NULL). */
 knit_status_t knit_win_create(knit_comm_t *comm, void *base, size_t size, knit_win_t **win);
 /* Collective over comm: knit allocates size bytes (zeroed, 64-byte
- * aligned) on every member, which may differ in size; knit_win_base(win,
+ * aligned; from the shared heap whatever the size, so that the node's
+ * peers copy with memcpy) on every member, which may differ in size; knit_win_base(win,
  * knit_comm_rank(comm)) is this rank's memory.  knit_win_free frees it. */
 knit_status_t knit_mem_alloc(knit_comm_t *comm, size_t size, knit_win_t **win);
+/* Collective over comm: a window over every address of every member
+ * (MPI's dynamic windows: the caller keeps track of what is attached, and
+ * an address a member cannot reach fails the operation with
+ * KNIT_ERR_PEER_FAULT).  Nothing is registered with the network, so
+ * between nodes only the agent and pack methods apply. */
+knit_status_t knit_win_create_dynamic(knit_comm_t *comm, knit_win_t **win);
 /* Collective: waits for this rank's operations (fence_all), then for
  * every member's, then forgets the window (and frees knit_mem_alloc's
  * memory). */
 knit_status_t knit_win_free(knit_win_t *win);
+
+/* Memory for windows and one-sided buffers (MPI_Alloc_mem): size zeroed
+ * bytes, 64-byte aligned, from the shared heap whatever the size where
+ * there is one (the node's peers then copy to and from it with memcpy
+ * rather than cross-memory attach); free() frees it.  NULL: no memory. */
+void *knit_rma_alloc(size_t size);
 
 /* Member rank's exposed memory (an address in that rank's space) and its
  * size; NULL / 0 for a rank out of range. */
@@ -117,6 +130,13 @@ typedef struct knit_rma_iov {
     int64_t bytes;
 } knit_rma_iov_t;
 
+/* List form: n pieces, each `len` bytes between `local` (an address of
+ * the caller's) and `remote` (one in rank's window); pieces may differ in
+ * length (the MPI layer's derived datatypes walked on both sides). */
+typedef struct knit_rma_seg {
+    uint64_t local, remote, len;
+} knit_rma_seg_t;
+
 /* ---------------------------------------------------------- operations */
 
 knit_status_t knit_put(knit_win_t *win, const void *src, void *dst, size_t len, int rank,
@@ -159,9 +179,25 @@ knit_status_t knit_acc_strided(knit_win_t *win, const knit_rma_acc_t *acc, const
 knit_status_t knit_acc_vector(knit_win_t *win, const knit_rma_acc_t *acc, const knit_rma_iov_t *iov, int niov,
                               int rank, unsigned flags, knit_rma_req_t **req);
 
+knit_status_t knit_put_list(knit_win_t *win, const knit_rma_seg_t *segs, size_t n, int rank, unsigned flags,
+                            knit_rma_req_t **req);
+knit_status_t knit_get_list(knit_win_t *win, const knit_rma_seg_t *segs, size_t n, int rank, unsigned flags,
+                            knit_rma_req_t **req);
+knit_status_t knit_acc_list(knit_win_t *win, const knit_rma_acc_t *acc, const knit_rma_seg_t *segs, size_t n,
+                            int rank, unsigned flags, knit_rma_req_t **req);
+/* Get-accumulate: result (contiguous, as many bytes as the pieces) gets
+ * the target's data from just before the accumulate, which the target's
+ * agent reads and combines in one step (element-wise atomic with respect
+ * to the other accumulates and atomics); op may be KNIT_OP_NO_OP (an
+ * atomic read).  Completes when the result is here (KNIT_RMA_LOCAL does
+ * not apply). */
+knit_status_t knit_gacc_list(knit_win_t *win, const knit_rma_acc_t *acc, const knit_rma_seg_t *segs, size_t n,
+                             void *result, int rank, unsigned flags, knit_rma_req_t **req);
+
 /*
- * Atomics on one 4- or 8-byte integer (KNIT_INT32, UINT32, INT64, UINT64,
- * INT, UINT, LONG, ULONG, LONG_LONG, ULONG_LONG) at remote in rank's
+ * Atomics on one 1-, 2-, 4- or 8-byte integer (KNIT_INT32, UINT32, INT64, UINT64,
+ * INT, UINT, LONG, ULONG, LONG_LONG, ULONG_LONG, and the 1- and 2-byte
+ * integers, BYTE and C_BOOL) at remote in rank's
  * window; *result gets the value before.  Blocking.
  *   FETCH_ADD  *remote += *operand
  *   SWAP       *remote = *operand

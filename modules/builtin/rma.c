@@ -19,7 +19,9 @@
  * pieces B combines with what t has (read, op, write); an atomic is one
  * RMW message.  B does them one at a time, so accumulates and atomics to
  * a node are atomic with respect to each other.  A == B goes through the
- * same messages (send to oneself).
+ * same messages (send to oneself).  A get-accumulate (GACC) is an
+ * accumulate whose chunks B answers with what it read before combining
+ * (GETDATA), which A writes to the origin's result buffer.
  */
 #include <stddef.h>
 #include <string.h>
@@ -36,6 +38,7 @@ typedef struct slot {
     uint32_t chunk;
     uint32_t used;
     uint64_t bytes;
+    uint64_t off;              /* the chunk's first byte in the transfer */
     kn_rma_cur_t lcur;         /* GET: where the chunk's data goes at the origin */
 } slot_t;
 
@@ -260,6 +263,7 @@ static int32_t send_chunk(knit_mod_ctx_t *m, op_t *o)
     sl->used = 1;
     sl->chunk = o->nchunk++;
     sl->bytes = bytes;
+    sl->off = o->sent;
     o->sent += bytes;
     o->inflight++;
     return KNIT_MOD_OK;
@@ -272,7 +276,7 @@ static void pump(knit_mod_ctx_t *m, op_t *o)
         int32_t st = send_chunk(m, o);
         if (st != KNIT_MOD_OK) {
             K->log(m, KNIT_MOD_LOG_ERROR, "rank %d: %s to rank %d: %s at byte %llu", o->origin,
-                   o->r.kind == KN_RMA_K_GET ? "get" : o->r.kind == KN_RMA_K_ACC ? "accumulate" : "put",
+                   o->r.kind == KN_RMA_K_GET ? "get" : o->r.kind == KN_RMA_K_PUT ? "put" : "accumulate",
                    o->r.target, st == KNIT_ERR_FAULT ? "the origin's buffer is not accessible" : "failed",
                    (unsigned long long)o->sent);
             o->status = st;
@@ -284,7 +288,7 @@ static void pump(knit_mod_ctx_t *m, op_t *o)
     }
     /* every byte read from the rank: it may have its buffer back now */
     if ((o->r.flags & KN_RMA_MF_LOCAL) && !o->early && o->status == KNIT_MOD_OK && o->sent == o->r.total &&
-        o->r.kind != KN_RMA_K_GET && o->r.kind != KN_RMA_K_RMW) {
+        (o->r.kind == KN_RMA_K_PUT || o->r.kind == KN_RMA_K_ACC)) {
         o->early = 1;
         early_of(m, o->origin)->open++;
         K->complete(m, o->token, KNIT_MOD_OK, NULL, 0);
@@ -335,6 +339,7 @@ static void rma_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         (r.form != KN_RMA_F_STRIDED && r.form != KN_RMA_F_LIST) ||
         (r.form == KN_RMA_F_LIST && r.nseg > (req->len - sizeof(r)) / sizeof(kn_rma_seg_t)) ||
         req->len != sizeof(r) + seglen ||
+        (r.kind == KN_RMA_K_GACC && !r.resaddr) ||
         (r.kind != KN_RMA_K_RMW && r.kind != KN_RMA_K_FENCE &&
          (r.form == KN_RMA_F_STRIDED ? !desc_ok(&r.ldesc, r.total) || !desc_ok(&r.rdesc, r.total)
                                      : !list_ok((const char *)args + sizeof(r), r.nseg, r.total)))) {
@@ -410,6 +415,29 @@ static int32_t acc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t 
     return st;
 }
 
+/* One get-accumulate piece: old gets t[raddr..], then t = src op t. */
+static int32_t gacc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len,
+                          char *old)
+{
+    int32_t st = K->read_rank(m, h->target, old, raddr, len);
+    if (st != KNIT_MOD_OK || h->op == KNIT_OP_NO_OP)
+        return st;
+    if (h->op == KNIT_OP_REPLACE)
+        return K->write_rank(m, h->target, raddr, src, len);
+    char *tmp = K->alloc(m, 2 * len);
+    if (!tmp)
+        return KNIT_MOD_ERR_NOMEM;
+    char *in = tmp + len;
+    memcpy(in, src, len);
+    memcpy(tmp, old, len);
+    if (!kn_rma_combine(in, tmp, len, h->dtype, h->op, h->has_scale ? h->scale : NULL))
+        st = KNIT_MOD_ERR_INVAL;
+    if (st == KNIT_MOD_OK)
+        st = K->write_rank(m, h->target, raddr, tmp, len);
+    K->free(m, tmp);
+    return st;
+}
+
 static void reply(knit_mod_ctx_t *m, int32_t to, const kn_rma_msg_hdr_t *h, int type, int32_t status,
                   const void *data, uint64_t len)
 {
@@ -436,7 +464,7 @@ static void reply(knit_mod_ctx_t *m, int32_t to, const kn_rma_msg_hdr_t *h, int 
 static int32_t rmw(knit_mod_ctx_t *m, kn_rma_msg_hdr_t *h)
 {
     size_t es = kn_coll_mod_esize(h->dtype);
-    if (es != 4 && es != 8)
+    if (es != 1 && es != 2 && es != 4 && es != 8)
         return KNIT_MOD_ERR_INVAL;
     uint64_t old = 0, nv;
     int32_t st = K->read_rank(m, h->target, &old, h->raddr, es); /* little-endian: the low bytes */
@@ -464,7 +492,7 @@ static void at_target(knit_mod_ctx_t *m, int32_t from, const kn_rma_msg_hdr_t *h
         st = KNIT_MOD_ERR_INVAL;
     if (st != KNIT_MOD_OK) {
         K->log(m, KNIT_MOD_LOG_ERROR, "a malformed chunk from agent %d (%llu bytes)", from, (unsigned long long)len);
-        reply(m, from, h, get ? KN_RMA_M_GETDATA : KN_RMA_M_ACK, st, NULL, 0);
+        reply(m, from, h, get || h->kind == KN_RMA_K_GACC ? KN_RMA_M_GETDATA : KN_RMA_M_ACK, st, NULL, 0);
         return;
     }
     if (get) {
@@ -479,6 +507,15 @@ static void at_target(knit_mod_ctx_t *m, int32_t from, const kn_rma_msg_hdr_t *h
     }
     const char *data = (const char *)(pc + h->npieces);
     uint64_t off = 0;
+    if (h->kind == KN_RMA_K_GACC) { /* answer with what was there */
+        char *old = K->alloc(m, h->bytes + 1);
+        st = old ? KNIT_MOD_OK : KNIT_MOD_ERR_NOMEM;
+        for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
+            st = whose(gacc_piece(m, h, pc[i].raddr, data + off, pc[i].len, old + off), KNIT_ERR_PEER_FAULT);
+        reply(m, from, h, KN_RMA_M_GETDATA, st, old, st == KNIT_MOD_OK ? h->bytes : 0);
+        K->free(m, old);
+        return;
+    }
     for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
         st = whose(h->kind == KN_RMA_K_ACC ? acc_piece(m, h, pc[i].raddr, data + off, pc[i].len)
                                            : K->write_rank(m, h->target, pc[i].raddr, data + off, pc[i].len),
@@ -505,7 +542,8 @@ static void at_origin(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t len
         return;
     }
     slot_t *sl = slot_of(o, h->chunk);
-    if (!sl || (h->type == KN_RMA_M_GETDATA) != (o->r.kind == KN_RMA_K_GET) || o->r.kind == KN_RMA_K_RMW) {
+    int data_back = o->r.kind == KN_RMA_K_GET || o->r.kind == KN_RMA_K_GACC;
+    if (!sl || (h->type == KN_RMA_M_GETDATA) != data_back || o->r.kind == KN_RMA_K_RMW) {
         K->log(m, KNIT_MOD_LOG_ERROR, "a reply that matches no chunk of operation %llu: dropped",
                (unsigned long long)h->id);
         return;
@@ -514,6 +552,8 @@ static void at_origin(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t len
     if (h->type == KN_RMA_M_GETDATA && st == KNIT_MOD_OK) {
         if (len - sizeof(*h) != sl->bytes || h->bytes != sl->bytes) {
             st = KNIT_MOD_ERR_INVAL;
+        } else if (o->r.kind == KN_RMA_K_GACC) { /* the result buffer is contiguous */
+            st = whose(K->write_rank(m, o->origin, o->r.resaddr + sl->off, h + 1, sl->bytes), KNIT_ERR_FAULT);
         } else { /* write the chunk into the origin, walking its side from the chunk's start */
             const char *data = (const char *)(h + 1);
             kn_rma_cur_t c = sl->lcur;

@@ -387,3 +387,49 @@ int MPI_Type_delete_attr(MPI_Datatype type, int keyval)
         return err;
     return attr_delete(KN_K_TYPE, type, &t->attrs, NULL, keyval, __func__);
 }
+
+/* Windows: the predefined attributes (win.c) before the user's. */
+static kn_mpi_attr_t **win_attrs(MPI_Win win, const char *fn, int *err)
+{
+    kn_mpi_attr_t **l = kn_mpi_win_attrs(win);
+    if (!l)
+        *err = kn_mpi_error(NULL, fn, MPI_ERR_WIN, "not a valid window");
+    return l;
+}
+
+int MPI_Win_set_attr(MPI_Win win, int keyval, void *attribute_val)
+{
+    KN_MPI_READY();
+    int err, flag;
+    void *v;
+    kn_mpi_attr_t **l = win_attrs(win, __func__, &err);
+    if (!l)
+        return err;
+    if (kn_mpi_win_predef_attr(win, keyval, &v, &flag))
+        return kn_mpi_error(NULL, __func__, MPI_ERR_KEYVAL, "predefined attributes cannot be set");
+    return attr_set(KN_K_WIN, win, l, NULL, keyval, attribute_val, __func__);
+}
+
+int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag)
+{
+    KN_MPI_READY();
+    int err;
+    kn_mpi_attr_t **l = win_attrs(win, __func__, &err);
+    if (!l)
+        return err;
+    if (!attribute_val || !flag)
+        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "%s is NULL", attribute_val ? "flag" : "attribute_val");
+    if (kn_mpi_win_predef_attr(win, keyval, attribute_val, flag))
+        return MPI_SUCCESS;
+    return attr_get(KN_K_WIN, l, NULL, keyval, attribute_val, flag, __func__);
+}
+
+int MPI_Win_delete_attr(MPI_Win win, int keyval)
+{
+    KN_MPI_READY();
+    int err;
+    kn_mpi_attr_t **l = win_attrs(win, __func__, &err);
+    if (!l)
+        return err;
+    return attr_delete(KN_K_WIN, win, l, NULL, keyval, __func__);
+}

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "knit/rma.h"
 #include "mpi/mpi_impl.h"
 
 kn_mpi_state_t kn_mpi = {
@@ -159,6 +160,7 @@ int MPI_Finalize(void)
     kn_mpi_bsend_fini();
     kn_mpi_reqs_poll_detached(1);
     kn_mpi_reqs_fini();
+    kn_mpi_wins_fini();
     kn_mpi_ops_fini();
     kn_mpi_comms_fini();
     kn_mpi_types_fini();
@@ -269,7 +271,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
     if (size < 0 || !baseptr)
         return kn_mpi_error(NULL, __func__, size < 0 ? MPI_ERR_SIZE : MPI_ERR_ARG,
                             "size %ld, baseptr %p", (long)size, baseptr);
-    void *p = malloc(size ? (size_t)size : 1);
+    void *p = knit_rma_alloc((size_t)size); /* where the node's peers copy with memcpy (one-sided) */
     if (!p)
         return kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "cannot allocate %ld bytes", (long)size);
     memcpy(baseptr, &p, sizeof(p));

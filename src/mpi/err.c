@@ -124,16 +124,20 @@ static void die(const char *msg, int secondary)
     _exit(1);
 }
 
-static int verror(kn_mpi_comm_t *c, const char *fn, int cls, int secondary, const char *fmt, va_list ap)
+static int caused_by_peer(knit_status_t st)
 {
-    if (!c && kn_mpi.initialized && !kn_mpi.finalized)
-        c = default_comm();
-    kn_mpi_errh_t *eh = c ? kn_mpi_tbl_get(&kn_mpi.errhs, c->errh) : NULL;
+    return st == KNIT_ERR_PEER || st == KNIT_ERR_PEER_FAULT;
+}
+
+/* The handler errh of the object with handle h (a communicator's or a
+ * window's: both user handlers take a pointer to the handle first). */
+static int verror_h(MPI_Errhandler errh, int h, const char *fn, int cls, int secondary, const char *fmt, va_list ap)
+{
+    kn_mpi_errh_t *eh = kn_mpi_tbl_get(&kn_mpi.errhs, errh);
     int kind = eh ? eh->kind : 0;
     if (kind == 1)
         return cls;
     if (kind == 3) {
-        MPI_Comm h = c->handle;
         int e = cls;
         eh->fn(&h, &e);
         return cls;
@@ -144,6 +148,22 @@ static int verror(kn_mpi_comm_t *c, const char *fn, int cls, int secondary, cons
     die(msg, secondary);
 }
 
+static int verror(kn_mpi_comm_t *c, const char *fn, int cls, int secondary, const char *fmt, va_list ap)
+{
+    if (!c && kn_mpi.initialized && !kn_mpi.finalized)
+        c = default_comm();
+    return verror_h(c ? c->errh : MPI_ERRHANDLER_NULL, c ? c->handle : MPI_COMM_NULL, fn, cls, secondary, fmt, ap);
+}
+
+int kn_mpi_error_h(MPI_Errhandler errh, int h, const char *fn, int cls, knit_status_t cause, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = verror_h(errh, h, fn, cls, caused_by_peer(cause), fmt, ap);
+    va_end(ap);
+    return r;
+}
+
 int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...)
 {
     va_list ap;
@@ -151,11 +171,6 @@ int kn_mpi_error(kn_mpi_comm_t *c, const char *fn, int cls, const char *fmt, ...
     int r = verror(c, fn, cls, 0, fmt, ap);
     va_end(ap);
     return r;
-}
-
-static int caused_by_peer(knit_status_t st)
-{
-    return st == KNIT_ERR_PEER || st == KNIT_ERR_PEER_FAULT;
 }
 
 int kn_mpi_error_st(kn_mpi_comm_t *c, const char *fn, knit_status_t st, const char *fmt, ...)

@@ -143,7 +143,7 @@ typedef struct kn_mpi_type {
 } kn_mpi_type_t;
 
 /* A request of the MPI layer. */
-enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE, KN_RQ_COLL };
+enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE, KN_RQ_COLL, KN_RQ_RMA };
 typedef struct kn_mpi_coll kn_mpi_coll_t; /* a nonblocking collective (coll.c) */
 enum { KN_MODE_STD = 0, KN_MODE_SYNC, KN_MODE_READY, KN_MODE_BUF };
 typedef struct kn_mpi_req {
@@ -162,6 +162,7 @@ typedef struct kn_mpi_req {
     int cancel_failed;
     struct kn_mpi_req *next_detached;
     kn_mpi_coll_t *coll;  /* KN_RQ_COLL: the collective in flight (kr is NULL) */
+    struct kn_mpi_rop *rma; /* KN_RQ_RMA: MPI_Rput & co's operation (win_ops.c) */
 } kn_mpi_req_t;
 
 typedef struct kn_mpi_errh {
@@ -212,6 +213,9 @@ int kn_mpi_error_st(kn_mpi_comm_t *c, const char *fn, knit_status_t st, const ch
  * (MPI_ERR_IN_STATUS of a request that failed with it). */
 int kn_mpi_error_cause(kn_mpi_comm_t *c, const char *fn, int cls, knit_status_t cause, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* The same through handler errh of the object with handle h (windows). */
+int kn_mpi_error_h(MPI_Errhandler errh, int h, const char *fn, int cls, knit_status_t cause, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* The MPI class for a knit status. */
 int kn_mpi_class_of(knit_status_t st);
 const char *kn_mpi_class_text(int cls);
@@ -357,6 +361,13 @@ void kn_mpi_req_release(kn_mpi_req_t *r);
  * raised). */
 int kn_mpi_coll_test(kn_mpi_req_t *r);
 int kn_mpi_coll_finish(kn_mpi_req_t *r);
+/* The same for the request forms of one-sided operations (win_ops.c). */
+int kn_mpi_rma_test(kn_mpi_req_t *r);
+int kn_mpi_rma_finish(kn_mpi_req_t *r);
+/* windows' handles, predefined attributes and attribute lists (win.c) */
+void kn_mpi_wins_fini(void);
+int kn_mpi_win_predef_attr(MPI_Win win, int keyval, void *val, int *flag);
+kn_mpi_attr_t **kn_mpi_win_attrs(MPI_Win win);
 /* user ops (coll.c), at MPI_Finalize */
 void kn_mpi_ops_fini(void);
 void kn_mpi_reqs_fini(void);

@@ -36,6 +36,7 @@ typedef struct xfer {
     knit_rma_acc_t acc;
     uint32_t aop;                  /* RMW */
     uint64_t operand, compare;
+    uint64_t resaddr;              /* GACC: where the target's data before goes (contiguous) */
 } xfer_t;
 
 typedef struct dcomp {
@@ -464,6 +465,7 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
     }
     q->operand = x->operand;
     q->compare = x->compare;
+    q->resaddr = x->resaddr;
     if (local && (x->kind == KN_RMA_K_PUT || x->kind == KN_RMA_K_ACC)) {
         q->flags |= KN_RMA_MF_LOCAL;
         kn_rma.early = 1;
@@ -515,8 +517,8 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
 
 /* ------------------------------------------------------------ local (no agents) */
 
-/* An accumulate or atomic to oneself where there are no agents: nothing
- * else in the job can reach this memory meanwhile. */
+/* An accumulate, get-accumulate or atomic to oneself where there are no
+ * agents: nothing else in the job can reach this memory meanwhile. */
 static knit_status_t local_acc(const xfer_t *x, knit_rma_req_t *r)
 {
     if (x->kind == KN_RMA_K_RMW) {
@@ -533,8 +535,14 @@ static knit_status_t local_acc(const xfer_t *x, knit_rma_req_t *r)
     cur_local(&lc, x);
     cur_remote(&rc, x);
     _Alignas(16) char tmp[4096]; /* a multiple of every element size */
-    uint64_t la, ra, n;
+    uint64_t la, ra, n, off = 0;
     while ((n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra))) {
+        if (x->kind == KN_RMA_K_GACC) {
+            memcpy((char *)(uintptr_t)x->resaddr + off, (void *)(uintptr_t)ra, n);
+            off += n;
+            if (x->acc.op == KNIT_OP_NO_OP)
+                continue;
+        }
         memcpy(tmp, (void *)(uintptr_t)la, n);
         if (!kn_rma_combine(tmp, (void *)(uintptr_t)ra, n, (uint32_t)x->acc.dtype, (uint32_t)x->acc.op,
                             x->acc.scale))
@@ -569,16 +577,17 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
     knit_status_t st = KNIT_OK;
     if (!x->total) {
         /* nothing to move */
-    } else if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW) {
+    } else if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW || x->kind == KN_RMA_K_GACC) {
         if (kn_rma.mod)
-            st = via_agent(w, rank, x, (flags & KNIT_RMA_METHOD_MASK) == KNIT_RMA_PACK ? KNIT_RMA_PACK
-                                                                                        : KNIT_RMA_AGENT,
+            st = via_agent(w, rank, x,
+                           (flags & KNIT_RMA_METHOD_MASK) == KNIT_RMA_PACK && x->kind == KN_RMA_K_ACC ? KNIT_RMA_PACK
+                                                                                                     : KNIT_RMA_AGENT,
                            (flags & KNIT_RMA_LOCAL) != 0, r);
         else if (self)
             st = local_acc(x, r);
         else {
             kn_error("%s to rank %d: accumulates and atomics are done by the node agents, but %s (docs/rma.md)",
-                     x->kind == KN_RMA_K_ACC ? "accumulate" : "atomic", rank, kn_rma.why_no_agent);
+                     x->kind == KN_RMA_K_RMW ? "atomic" : "accumulate", rank, kn_rma.why_no_agent);
             st = KNIT_ERR_NOT_SUPPORTED;
         }
     } else {
@@ -591,7 +600,7 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
                 st = KNIT_OK;
             else if (tl && tl->ops->rwv)
                 st = direct_vec(tl, job, x);
-            else if (tl && tl->ops->put && (tl->ops->caps(tl, job) & KN_TL_CAP_RMA))
+            else if (tl && tl->ops->put && (tl->ops->caps(tl, job) & KN_TL_CAP_RMA) && !w->dynamic)
                 st = direct_rdma(tl, job, w->peer[rank].rkey, x, r);
             else
                 st = KNIT_ERR_NOT_SUPPORTED;
@@ -723,13 +732,48 @@ static knit_status_t vector(knit_win_t *w, int kind, const knit_rma_iov_t *iov, 
     return KNIT_OK;
 }
 
+/* A list of (local, remote, bytes) pieces. */
+_Static_assert(sizeof(knit_rma_seg_t) == sizeof(kn_rma_seg_t), "one layout for both");
+static knit_status_t list(knit_win_t *w, int kind, const knit_rma_seg_t *segs, size_t n, int rank, xfer_t *x)
+{
+    if (!w || rank < 0 || rank >= w->n || (n && !segs))
+        return KNIT_ERR_INVAL;
+    memset(x, 0, sizeof(*x));
+    x->kind = kind;
+    x->segs = malloc((n ? n : 1) * sizeof(kn_rma_seg_t));
+    if (!x->segs)
+        return KNIT_ERR_NOMEM;
+    uint64_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!segs[i].len)
+            continue;
+        kn_rma_seg_t *s = &x->segs[k++];
+        s->laddr = segs[i].local;
+        s->raddr = segs[i].remote;
+        s->len = segs[i].len;
+        if (s->len > UINT64_MAX - x->total)
+            return KNIT_ERR_RANGE;
+        x->total += s->len;
+        if (!in_window(w, rank, s->raddr, s->len)) {
+            kn_error("one-sided %s: %llu bytes at %#llx in rank %d: outside its window",
+                     kind == KN_RMA_K_GET ? "get" : kind == KN_RMA_K_PUT ? "put" : "accumulate",
+                     (unsigned long long)s->len, (unsigned long long)s->raddr, rank);
+            return KNIT_ERR_RANGE;
+        }
+    }
+    x->nseg = x->nblocks = k;
+    x->bsize = k ? x->total / k : 0;
+    return KNIT_OK;
+}
+
 /* An accumulate's type and op: every block a whole number of elements. */
 static knit_status_t acc_check(const knit_rma_acc_t *acc, xfer_t *x)
 {
     if (!acc || (unsigned)acc->dtype >= KNIT_DTYPE_COUNT)
         return KNIT_ERR_INVAL;
     size_t es = knit_dtype_size(acc->dtype);
-    if (acc->op != KNIT_OP_REPLACE && !kn_coll_reduce_fn(acc->op, acc->dtype))
+    if (acc->op != KNIT_OP_REPLACE && (acc->op != KNIT_OP_NO_OP || x->kind != KN_RMA_K_GACC) &&
+        !kn_coll_reduce_fn(acc->op, acc->dtype))
         return KNIT_ERR_INVAL;
     if (acc->scale) {
         uint8_t probe[KN_RMA_MOD_SCALE] = {0};
@@ -821,6 +865,32 @@ knit_status_t knit_acc_vector(knit_win_t *w, const knit_rma_acc_t *acc, const kn
     KN_RMA_RUN(vector(w, KN_RMA_K_ACC, iov, niov, rank, &x), acc_check(acc, &x));
 }
 
+knit_status_t knit_put_list(knit_win_t *w, const knit_rma_seg_t *segs, size_t n, int rank, unsigned flags,
+                            knit_rma_req_t **req)
+{
+    KN_RMA_RUN(list(w, KN_RMA_K_PUT, segs, n, rank, &x), KNIT_OK);
+}
+
+knit_status_t knit_get_list(knit_win_t *w, const knit_rma_seg_t *segs, size_t n, int rank, unsigned flags,
+                            knit_rma_req_t **req)
+{
+    KN_RMA_RUN(list(w, KN_RMA_K_GET, segs, n, rank, &x), KNIT_OK);
+}
+
+knit_status_t knit_acc_list(knit_win_t *w, const knit_rma_acc_t *acc, const knit_rma_seg_t *segs, size_t n,
+                            int rank, unsigned flags, knit_rma_req_t **req)
+{
+    KN_RMA_RUN(list(w, KN_RMA_K_ACC, segs, n, rank, &x), acc_check(acc, &x));
+}
+
+knit_status_t knit_gacc_list(knit_win_t *w, const knit_rma_acc_t *acc, const knit_rma_seg_t *segs, size_t n,
+                             void *result, int rank, unsigned flags, knit_rma_req_t **req)
+{
+    flags &= ~KNIT_RMA_LOCAL; /* the result comes back: complete when it is here */
+    KN_RMA_RUN(list(w, KN_RMA_K_GACC, segs, n, rank, &x),
+               (x.resaddr = (uint64_t)(uintptr_t)result, !result && x.total ? KNIT_ERR_INVAL : acc_check(acc, &x)));
+}
+
 knit_status_t knit_rma_atomic(knit_win_t *w, knit_rma_atomic_op_t op, knit_dtype_t dtype, void *remote,
                               const void *operand, const void *compare, void *result, int rank)
 {
@@ -831,6 +901,8 @@ knit_status_t knit_rma_atomic(knit_win_t *w, knit_rma_atomic_op_t op, knit_dtype
     switch (dtype) {
     case KNIT_INT32: case KNIT_UINT32: case KNIT_INT: case KNIT_UINT: case KNIT_INT64: case KNIT_UINT64:
     case KNIT_LONG: case KNIT_ULONG: case KNIT_LONG_LONG: case KNIT_ULONG_LONG:
+    case KNIT_BYTE: case KNIT_CHAR: case KNIT_SCHAR: case KNIT_UCHAR: case KNIT_INT8: case KNIT_UINT8:
+    case KNIT_INT16: case KNIT_UINT16: case KNIT_SHORT: case KNIT_USHORT: case KNIT_C_BOOL:
         break;
     default:
         return KNIT_ERR_INVAL;

@@ -29,6 +29,7 @@ struct knit_win {
     void *memh;            /* our registration with the network transport */
     void *mem;             /* knit_mem_alloc's */
     unsigned method;       /* KNIT_RMA_* (not DEFAULT) */
+    int dynamic;           /* every address of every member (knit_win_create_dynamic) */
     kn_list_t reqs;        /* requests not yet complete */
 };
 

@@ -21,7 +21,7 @@
 #include "knit/rma.h"
 #include "coll/coll_mod.h"
 
-#define KN_RMA_MOD_VERSION 2
+#define KN_RMA_MOD_VERSION 3
 #define KN_RMA_MOD_LEVELS 7
 #define KN_RMA_MOD_CHUNK (256u << 10)  /* data bytes of one chunk message */
 #define KN_RMA_MOD_WINDOW 4u           /* chunks in flight per request */
@@ -30,8 +30,12 @@
 
 /* FENCE: completes once every operation of the rank that completed early
  * (KN_RMA_MF_LOCAL) is complete at its target; its status is the first
- * error of those */
-enum kn_rma_kind { KN_RMA_K_PUT = 1, KN_RMA_K_GET, KN_RMA_K_ACC, KN_RMA_K_RMW, KN_RMA_K_FENCE, KN_RMA_K_MAX };
+ * error of those.  GACC: an accumulate that also brings the target's data
+ * from before it back to the origin, contiguous at `resaddr` (MPI's
+ * get-accumulate); the target's agent reads, combines and answers with
+ * what it read in one step per chunk. */
+enum kn_rma_kind { KN_RMA_K_PUT = 1, KN_RMA_K_GET, KN_RMA_K_ACC, KN_RMA_K_RMW, KN_RMA_K_FENCE, KN_RMA_K_GACC,
+                   KN_RMA_K_MAX };
 
 /* a put or accumulate completes once its data is read from the rank (its
  * buffer free again), not once it is at the target: a FENCE follows */
@@ -67,6 +71,7 @@ typedef struct kn_rma_mreq {
     kn_rma_desc_t ldesc, rdesc; /* STRIDED: origin side, target side (same counts) */
     uint8_t scale[KN_RMA_MOD_SCALE];
     uint64_t operand, compare; /* RMW */
+    uint64_t resaddr;      /* GACC: total bytes at the origin for the target's data before */
 } kn_rma_mreq_t;
 
 /* Agent-to-agent messages. */
@@ -118,13 +123,18 @@ static inline int kn_rma_scale(void *v, uint64_t n, uint32_t dtype, const uint8_
     }
 }
 
-/* An atomic's new value from the old one (es 4 or 8 bytes: the low bytes,
- * little-endian; two's complement, so signed types too); 0: no such op. */
+/* An atomic's new value from the old one (es 1, 2, 4 or 8 bytes: the low
+ * bytes, little-endian; two's complement, so signed types too); 0: no
+ * such op. */
 static inline int kn_rma_rmw(uint32_t op, uint64_t es, uint64_t old, uint64_t operand, uint64_t compare,
                              uint64_t *nv)
 {
-    if (es == 4)
-        old = (uint32_t)old, compare = (uint32_t)compare;
+    if (es < 8) {
+        uint64_t mask = (UINT64_C(1) << (8 * es)) - 1;
+        old &= mask;
+        compare &= mask;
+        operand &= mask;
+    }
     switch (op) {
     case KNIT_RMA_FETCH_ADD: *nv = old + operand; return 1;
     case KNIT_RMA_SWAP: *nv = operand; return 1;

@@ -143,20 +143,42 @@ knit_status_t knit_win_create(knit_comm_t *comm, void *base, size_t size, knit_w
     return create(comm, size ? base : NULL, size, NULL, KNIT_OK, out);
 }
 
+knit_status_t knit_win_create_dynamic(knit_comm_t *comm, knit_win_t **out)
+{
+    if (!usable(comm, out))
+        return KNIT_ERR_INVAL;
+    load_with(comm);
+    knit_status_t st = create(comm, NULL, 0, NULL, KNIT_OK, out);
+    if (st != KNIT_OK)
+        return st;
+    (*out)->dynamic = 1;
+    for (int i = 0; i < (*out)->n; i++) {
+        (*out)->peer[i].base = 0;
+        (*out)->peer[i].size = UINT64_MAX;
+    }
+    return KNIT_OK;
+}
+
 knit_status_t knit_mem_alloc(knit_comm_t *comm, size_t size, knit_win_t **out)
 {
     if (!usable(comm, out))
         return KNIT_ERR_INVAL;
     load_with(comm);
-    void *mem = NULL;
-    if (size && posix_memalign(&mem, 64, size) != 0)
-        mem = NULL;
-    if (mem)
-        memset(mem, 0, size);
+    void *mem = size ? knit_rma_alloc(size) : NULL;
     knit_status_t st = create(comm, mem, size, mem, size && !mem ? KNIT_ERR_NOMEM : KNIT_OK, out);
     if (st != KNIT_OK)
         free(mem);
     return st;
+}
+
+void *knit_rma_alloc(size_t size)
+{
+    void *p = kn_heap_alloc_any(size ? size : 1);
+    if (!p && posix_memalign(&p, 64, size ? size : 1) != 0)
+        return NULL;
+    if (!kn_heap_owns(p))
+        memset(p, 0, size);
+    return p;
 }
 
 knit_status_t knit_win_free(knit_win_t *w)

@@ -300,6 +300,11 @@ static void *heap_alloc(size_t n, size_t align, int zero)
     return p;
 }
 
+void *kn_heap_alloc_any(size_t n)
+{
+    return n && heap_on() ? heap_alloc(n, 64, 1) : NULL;
+}
+
 int kn_heap_built(void)
 {
     return HEAP_INTERPOSE;

@@ -42,6 +42,12 @@ typedef struct kn_heap_stats {
 } kn_heap_stats_t;
 void kn_heap_stats(kn_heap_stats_t *st);
 
+/* n zeroed bytes from the heap whatever n (KNIT_HEAP_MIN does not
+ * apply: one-sided windows want their memory where the node's peers copy
+ * with memcpy), 64-byte aligned, a whole number of pages; free() frees
+ * it.  NULL where the heap is off or full (the caller asks glibc). */
+void *kn_heap_alloc_any(size_t n);
+
 /* 1 where this build replaces malloc (not in sanitizer builds). */
 int kn_heap_built(void);
 

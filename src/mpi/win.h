@@ -1,0 +1,114 @@
+/*
+ * MPI one-sided communication over knit's one-sided layer (src/rma):
+ * windows and their objects (win.c), the operations and their requests
+ * (win_ops.c), synchronization (win_sync.c).  docs/mpi.md, One-sided.
+ *
+ * A window holds a duplicate of its communicator (its own contexts for
+ * the synchronization messages of post/start/complete/wait), a knit
+ * window over the exposed memory (a dynamic window's covers every
+ * address) and a second knit window of one lock word per member.
+ * Operations are started at once (KNIT_RMA_LOCAL: they complete locally
+ * as soon as the origin buffer may be reused) and kept until a flush,
+ * unlock, complete or fence completes them at their targets.
+ */
+#ifndef KN_MPI_WIN_H
+#define KN_MPI_WIN_H
+
+#include "knit/rma.h"
+#include "mpi/mpi_impl.h"
+
+/* An operation not yet completed by a synchronization call. */
+typedef struct kn_mpi_rop {
+    knit_rma_req_t *kr;
+    int rank;                  /* target (window rank) */
+    /* a get-accumulate's or a get's result, to unpack once done */
+    void *tmp;
+    void *buf;
+    size_t count;
+    kn_mpi_type_t *type;
+    int big;                   /* an accumulate the agents carry in several windows of chunks */
+    knit_status_t st;          /* a request form's: how it ended (kr NULL then) */
+} kn_mpi_rop_t;
+
+typedef struct kn_mpi_region {
+    char *base;
+    MPI_Aint size;
+} kn_mpi_region_t;
+
+typedef struct kn_mpi_win {
+    MPI_Win handle;
+    kn_mpi_comm_t *comm;       /* the duplicate */
+    int n, me;
+    knit_win_t *kw;            /* the exposed memory */
+    knit_win_t *ctl;           /* lock words */
+    int flavor;
+    void *base;
+    MPI_Aint size;
+    int disp_unit;
+    int *disp;                 /* [n] every member's disp_unit */
+    /* shared windows */
+    char *shm;                 /* the node segment, mapped */
+    size_t shm_len;
+    MPI_Aint *shm_off, *shm_size; /* [n] */
+    /* dynamic windows: what this member attached */
+    kn_mpi_region_t *att;
+    int natt, catt;
+    /* epochs */
+    int fence;                 /* a fence opened an access and exposure epoch */
+    int lock_all;              /* MPI_Win_lock_all held */
+    int lock_all_nocheck;
+    uint8_t *locked;           /* [n] KN_WL_*, | KN_WL_NOCHECK */
+    int nlocked;
+    int accessing, exposing;   /* between start and complete, post and wait */
+    int *access;               /* MPI_Win_start's group (window ranks) */
+    int naccess;
+    int *expose;               /* MPI_Win_post's group */
+    int nexpose;
+    uint8_t *expose_done;      /* [nexpose] its complete came (MPI_Win_test) */
+    /* operations started and not yet completed at their targets */
+    kn_mpi_rop_t *rop;
+    size_t nrop, crop;
+    /* attributes, names, handler, hints */
+    MPI_Errhandler errh;
+    kn_mpi_attr_t *attrs;
+    MPI_Info info;
+    int no_locks, ordered_acc;
+    char name[MPI_MAX_OBJECT_NAME];
+} kn_mpi_win_t;
+
+/* locked[] */
+enum { KN_WL_NONE = 0, KN_WL_SHARED, KN_WL_EXCL, KN_WL_ALL /* lock_all's, taken at first use */ };
+#define KN_WL_NOCHECK 0x80      /* MPI_MODE_NOCHECK: the word was not taken */
+
+/* the lock word: shared holders count up from 0; an exclusive holder adds KN_WL_EXCL_BIT */
+#define KN_WL_EXCL_BIT ((int64_t)1 << 40)
+
+/* tags of the window's synchronization messages (on its communicator's internal context) */
+enum { KN_WT_POST = 1, KN_WT_COMPLETE = 2 };
+
+kn_mpi_win_t *kn_mpi_win(MPI_Win h);
+/* Raise an error on the window (its handler). */
+int kn_mpi_win_error(kn_mpi_win_t *w, const char *fn, int cls, knit_status_t cause, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* In an entry point: var is the window behind h, or the error is returned. */
+kn_mpi_win_t *kn_mpi_win_arg(MPI_Win h, const char *fn, int *err);
+#define KN_MPI_WIN_ARG(var, h)                                   \
+    kn_mpi_win_t *var;                                           \
+    do {                                                         \
+        int e_;                                                  \
+        if (!(var = kn_mpi_win_arg((h), __func__, &e_)))         \
+            return e_;                                           \
+    } while (0)
+
+/* win_ops.c: keep a started operation; complete the kept ones to rank
+ * (-1: all), locally only (local) or at the targets; the first error's
+ * class is raised from fn. */
+int kn_mpi_win_keep(kn_mpi_win_t *w, const kn_mpi_rop_t *op, const char *fn);
+int kn_mpi_win_complete_ops(kn_mpi_win_t *w, int rank, int local, const char *fn);
+/* win_sync.c: an operation to rank is allowed now (an epoch covers it);
+ * a lock_all's lock on rank is taken at its first operation. */
+int kn_mpi_win_access(kn_mpi_win_t *w, int rank, const char *fn);
+/* whether any epoch is open (MPI_Win_free must see none) */
+int kn_mpi_win_busy(const kn_mpi_win_t *w);
+
+#endif
