@@ -313,6 +313,16 @@ static int32_t hook_write(kn_inst_t *in, int32_t rank, uint64_t addr, const void
     return cma(s, 1, (void *)src, addr, len, kn_d_inst_slot(in));
 }
 
+static void *hook_map_rank(kn_inst_t *in, int32_t rank, uint64_t addr, uint64_t len)
+{
+    (void)in;
+    int s = local_slot(rank);
+    if (s < 0 || !len)
+        return NULL;
+    rconn_t *c = &A.r[s];
+    return kn_peer_heap_reach(&c->heap, c->pid, c->heap_fd, c->heap_base, c->heap_size, addr, len);
+}
+
 static int32_t hook_deliver(kn_inst_t *in, int32_t rank, const void *data, uint64_t len)
 {
     int s = local_slot(rank);
@@ -757,6 +767,7 @@ static const kn_d_hooks_t hooks = {
     .read_rank = hook_read,
     .write_rank = hook_write,
     .deliver = hook_deliver,
+    .map_rank = hook_map_rank,
     .at_exit = at_exit,
 };
 

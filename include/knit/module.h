@@ -187,7 +187,14 @@ typedef struct knit_mod_services {
      * both together, as from send() */
     int32_t (*send_hdr)(knit_mod_ctx_t *m, int32_t dest, const void *hdr, uint64_t hlen, const void *payload,
                         uint64_t plen);
-    void *reserved[6];
+    /* agent only, in the daemon's process (modules loaded in their own
+     * process get NULL, as do agents before it came): the rank's memory at
+     * [addr, addr + len) as this process maps it, where it lies in the
+     * rank's shared heap (which the rank's node peers map too: what they
+     * change there with atomic instructions must be changed so here);
+     * NULL elsewhere (read_rank / write_rank reach it) */
+    void *(*map_rank)(knit_mod_ctx_t *m, int32_t rank, uint64_t addr, uint64_t len);
+    void *reserved[5];
 } knit_mod_services_t;
 
 typedef struct knit_mod_descriptor {

@@ -396,9 +396,42 @@ static int local(knit_mod_ctx_t *m, int32_t rank)
     return rank >= g->first_local && rank < g->first_local + g->local_size;
 }
 
+/* The target's memory where the ranks of its node change it with atomic
+ * instructions too (its shared heap, mapped here), elements that allow
+ * it: combined so here (rma_mod.h).  1: done (*st its status); 0: not
+ * such memory. */
+static int atomic_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len,
+                        char *old, int32_t *st)
+{
+    void *p = K->map_rank ? K->map_rank(m, h->target, raddr, len) : NULL;
+    if (!p || !kn_rma_atomic_ok(p, len, h->dtype))
+        return 0;
+    const char *in = src;
+    char *tmp = NULL;
+    if (h->has_scale) {
+        if (!(tmp = K->alloc(m, len))) {
+            *st = KNIT_MOD_ERR_NOMEM;
+            return 1;
+        }
+        memcpy(tmp, src, len);
+        in = tmp;
+        if (!kn_rma_scale(tmp, len / kn_coll_mod_esize(h->dtype), h->dtype, h->scale)) {
+            K->free(m, tmp);
+            *st = KNIT_MOD_ERR_INVAL;
+            return 1;
+        }
+    }
+    *st = kn_rma_atomic_acc(in, p, old, len, h->dtype, h->op) ? KNIT_MOD_OK : KNIT_MOD_ERR_INVAL;
+    K->free(m, tmp);
+    return 1;
+}
+
 /* One accumulate piece: t[raddr..] = src op (scale * t[...]) */
 static int32_t acc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len)
 {
+    int32_t ast;
+    if (atomic_piece(m, h, raddr, src, len, NULL, &ast))
+        return ast;
     if (h->op == KNIT_OP_REPLACE)
         return K->write_rank(m, h->target, raddr, src, len); /* nothing to read */
     char *tmp = K->alloc(m, 2 * len);
@@ -419,7 +452,10 @@ static int32_t acc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t 
 static int32_t gacc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len,
                           char *old)
 {
-    int32_t st = K->read_rank(m, h->target, old, raddr, len);
+    int32_t st;
+    if (atomic_piece(m, h, raddr, src, len, old, &st))
+        return st;
+    st = K->read_rank(m, h->target, old, raddr, len);
     if (st != KNIT_MOD_OK || h->op == KNIT_OP_NO_OP)
         return st;
     if (h->op == KNIT_OP_REPLACE)
@@ -467,6 +503,11 @@ static int32_t rmw(knit_mod_ctx_t *m, kn_rma_msg_hdr_t *h)
     if (es != 1 && es != 2 && es != 4 && es != 8)
         return KNIT_MOD_ERR_INVAL;
     uint64_t old = 0, nv;
+    void *p = K->map_rank ? K->map_rank(m, h->target, h->raddr, es) : NULL;
+    if (p && kn_rma_rmw_at(p, h->op, es, h->operand, h->compare, &old)) { /* as the node's ranks do (rma_mod.h) */
+        h->old = old;
+        return KNIT_MOD_OK;
+    }
     int32_t st = K->read_rank(m, h->target, &old, h->raddr, es); /* little-endian: the low bytes */
     if (st != KNIT_MOD_OK)
         return st;

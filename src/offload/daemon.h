@@ -48,6 +48,7 @@ typedef struct kn_d_hooks {
     int32_t (*write_rank)(kn_inst_t *in, int32_t rank, uint64_t addr, const void *src,
                           uint64_t len);
     int32_t (*deliver)(kn_inst_t *in, int32_t rank, const void *data, uint64_t len);
+    void *(*map_rank)(kn_inst_t *in, int32_t rank, uint64_t addr, uint64_t len); /* may be NULL */
     void (*at_exit)(void);
 } kn_d_hooks_t;
 

@@ -834,6 +834,13 @@ static uint64_t svc_now(knit_mod_ctx_t *m)
     return kn_time_ns();
 }
 
+static void *svc_map_rank(knit_mod_ctx_t *m, int32_t rank, uint64_t addr, uint64_t len)
+{
+    if (kn_dmn.g.is_switch || !kn_dmn.hooks || !kn_dmn.hooks->map_rank)
+        return NULL;
+    return kn_dmn.hooks->map_rank(m, rank, addr, len);
+}
+
 static int32_t svc_place(knit_mod_ctx_t *m, int32_t addr, knit_mod_place_t *p)
 {
     (void)m;
@@ -859,6 +866,7 @@ static const knit_mod_services_t services = {
     .now_ns = svc_now,
     .place = svc_place,
     .send_hdr = svc_send_hdr,
+    .map_rank = svc_map_rank,
 };
 
 void kn_d_inst_request(kn_dreq_t *r, const void *args, uint64_t len)

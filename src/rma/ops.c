@@ -21,6 +21,7 @@
 #include "coll/coll.h"
 #include "offload/offload.h"
 #include "rma/rma.h"
+#include "util/heap.h"
 #include "util/log.h"
 #include "util/mem.h"
 
@@ -515,6 +516,67 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
     return st;
 }
 
+/* ------------------------------------------------------------ atomics here */
+
+/* The target's memory mapped here, where the node's ranks and its agent
+ * change it with atomic instructions (its shared heap: rma_mod.h). */
+static void *amap(kn_tl_t *tl, int job, uint64_t addr, uint64_t len)
+{
+    if (job == kn_rma.rank)
+        return kn_heap_holds((void *)(uintptr_t)addr, len) ? (void *)(uintptr_t)addr : NULL;
+    return tl && tl->ops->map ? tl->ops->map(tl, job, addr, len) : NULL;
+}
+
+/* An accumulate, get-accumulate or atomic whose target memory is all
+ * mapped here: done with atomic instructions, no agent.  0: not such
+ * memory (or elements); 1: done, *st its status. */
+static int atomic_here(kn_tl_t *tl, int job, const xfer_t *x, knit_rma_req_t *r, knit_status_t *st)
+{
+    if (x->kind == KN_RMA_K_RMW) {
+        size_t es = knit_dtype_size(x->acc.dtype);
+        void *p = amap(tl, job, x->raddr, es);
+        uint64_t old = 0;
+        if (!p || !kn_rma_rmw_at(p, x->aop, es, x->operand, x->compare, &old))
+            return 0;
+        r->result = old;
+        *st = KNIT_OK;
+        return 1;
+    }
+    _Alignas(16) char tmp[4096]; /* scaled origin pieces; a multiple of every element size */
+    kn_rma_cur_t lc, rc;
+    uint64_t la, ra, n, off = 0;
+    cur_local(&lc, x);
+    cur_remote(&rc, x);
+    while ((n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra))) {
+        void *p = amap(tl, job, ra, n);
+        if (!p || !kn_rma_atomic_ok(p, n, (uint32_t)x->acc.dtype))
+            return 0;
+    }
+    if (!local_plausible(x) ||
+        (x->kind == KN_RMA_K_GACC && kn_mem_implausible((void *)(uintptr_t)x->resaddr, x->total))) {
+        *st = KNIT_ERR_FAULT;
+        return 1;
+    }
+    cur_local(&lc, x);
+    cur_remote(&rc, x);
+    while ((n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra))) {
+        const void *in = (const void *)(uintptr_t)la;
+        if (x->acc.scale) {
+            memcpy(tmp, in, n);
+            kn_rma_scale(tmp, n / knit_dtype_size(x->acc.dtype), (uint32_t)x->acc.dtype, x->acc.scale);
+            in = tmp;
+        }
+        void *old = x->kind == KN_RMA_K_GACC ? (char *)(uintptr_t)x->resaddr + off : NULL;
+        if (!kn_rma_atomic_acc(in, amap(tl, job, ra, n), old, n, (uint32_t)x->acc.dtype, (uint32_t)x->acc.op)) {
+            *st = KNIT_ERR_INVAL;
+            return 1;
+        }
+        off += n;
+    }
+    *st = KNIT_OK;
+    return 1;
+}
+
 /* ------------------------------------------------------------ local (no agents) */
 
 /* An accumulate, get-accumulate or atomic to oneself where there are no
@@ -578,7 +640,9 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
     if (!x->total) {
         /* nothing to move */
     } else if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW || x->kind == KN_RMA_K_GACC) {
-        if (kn_rma.mod)
+        if (atomic_here(kn_p2p_tl(kn_rma.p2p, job), job, x, r, &st))
+            ; /* done */
+        else if (kn_rma.mod)
             st = via_agent(w, rank, x,
                            (flags & KNIT_RMA_METHOD_MASK) == KNIT_RMA_PACK && x->kind == KN_RMA_K_ACC ? KNIT_RMA_PACK
                                                                                                      : KNIT_RMA_AGENT,

@@ -92,7 +92,11 @@ expect_ok rma.subcomm.load_init subcomm
 # without agents: put and get work directly, accumulates to others say why they cannot
 run "$KNITRUN" -n 2 --no-offload --timeout 50 "$T" sweep direct
 expect_ok rma.no_agents.direct sweep
+# within a node, memory in the shared heap takes atomics without agents
+# (processor atomics: rma_mod.h); across nodes only the agents do them
 run "$KNITRUN" -n 2 --no-offload --timeout 50 "$T" atomics
+expect_ok rma.no_agents.atomics_in_node atomics
+run "$KNITRUN" -n 2 --nodes 2 --no-offload --timeout 50 "$T" atomics
 if [ "$RC" -ne 0 ] && grep -q "accumulates and atomics are done by the node agents, but this job has no node agents" "$ERR"; then
     pass rma.no_agents.atomics_refused
 else
