@@ -12,6 +12,7 @@
 #include <complex.h>
 #include <stdbool.h>
 #include <wchar.h>
+#include <float.h>
 
 #include "mpi/dtype_int.h"
 
@@ -580,4 +581,84 @@ int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
         }
     }
     return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "no type of class %d has size %d", typeclass, size);
+}
+
+/* ---------------------------------------------------------- external32 */
+
+static void x32_member(kn_x32_t *x, unsigned off, int parts, size_t nat, size_t ext, int cls)
+{
+    x->m[x->n].off = (unsigned short)off;
+    x->m[x->n].parts = (unsigned char)parts;
+    x->m[x->n].nat = (unsigned char)nat;
+    x->m[x->n].ext = (unsigned char)ext;
+    x->m[x->n].cls = (unsigned char)cls;
+    x->n++;
+}
+
+int kn_mpi_x32(int idx, kn_x32_t *x)
+{
+    const size_t ld = sizeof(long double);
+    x->n = 0;
+    switch (idx) {
+    /* MPI-3.1 table 13.2: the sizes are fixed whatever the native ones */
+    case I_CHAR: case I_UNSIGNED_CHAR: case I_BYTE: case I_PACKED: case I_CHARACTER: case I_UINT8:
+    case I_C_BOOL: case I_CXX_BOOL:
+        x32_member(x, 0, 1, 1, 1, KN_X32_UINT); break;
+    case I_SIGNED_CHAR: case I_INT8: case I_INTEGER1:
+        x32_member(x, 0, 1, 1, 1, KN_X32_SINT); break;
+    case I_SHORT: case I_INT16: case I_INTEGER2:
+        x32_member(x, 0, 1, 2, 2, KN_X32_SINT); break;
+    case I_UNSIGNED_SHORT: case I_UINT16:
+        x32_member(x, 0, 1, 2, 2, KN_X32_UINT); break;
+    case I_INT: case I_INT32: case I_INTEGER: case I_INTEGER4: case I_LOGICAL:
+        x32_member(x, 0, 1, 4, 4, KN_X32_SINT); break;
+    case I_UNSIGNED: case I_UINT32:
+        x32_member(x, 0, 1, 4, 4, KN_X32_UINT); break;
+    case I_WCHAR:
+        x32_member(x, 0, 1, sizeof(wchar_t), 4, KN_X32_UINT); break;
+    case I_LONG:
+        x32_member(x, 0, 1, sizeof(long), 4, KN_X32_SINT); break;
+    case I_UNSIGNED_LONG:
+        x32_member(x, 0, 1, sizeof(long), 4, KN_X32_UINT); break;
+    case I_LONG_LONG: case I_INT64: case I_INTEGER8: case I_OFFSET: case I_COUNT:
+        x32_member(x, 0, 1, 8, 8, KN_X32_SINT); break;
+    case I_AINT:
+        x32_member(x, 0, 1, sizeof(MPI_Aint), 8, KN_X32_SINT); break;
+    case I_ULL: case I_UINT64:
+        x32_member(x, 0, 1, 8, 8, KN_X32_UINT); break;
+    case I_FLOAT: case I_REAL: case I_REAL4:
+        x32_member(x, 0, 1, 4, 4, KN_X32_FLOAT); break;
+    case I_DOUBLE: case I_DP: case I_REAL8:
+        x32_member(x, 0, 1, 8, 8, KN_X32_FLOAT); break;
+    case I_LONG_DOUBLE:
+        x32_member(x, 0, 1, ld, 16, KN_X32_LDOUBLE); break;
+    case I_FC: case I_COMPLEX: case I_CXX_FC:
+        x32_member(x, 0, 2, 4, 4, KN_X32_FLOAT); break;
+    case I_DC: case I_DCOMPLEX: case I_CXX_DC:
+        x32_member(x, 0, 2, 8, 8, KN_X32_FLOAT); break;
+    case I_LDC: case I_CXX_LDC:
+        x32_member(x, 0, 2, ld, 16, KN_X32_LDOUBLE); break;
+    case I_FLOAT_INT: case I_2REAL:
+        x32_member(x, 0, 1, 4, 4, KN_X32_FLOAT); break;
+    case I_DOUBLE_INT: case I_2DP:
+        x32_member(x, 0, 1, 8, 8, KN_X32_FLOAT); break;
+    case I_LONG_INT:
+        x32_member(x, 0, 1, sizeof(long), 4, KN_X32_SINT); break;
+    case I_2INT: case I_2INTEGER:
+        x32_member(x, 0, 1, 4, 4, KN_X32_SINT); break;
+    case I_SHORT_INT:
+        x32_member(x, 0, 1, sizeof(short), 2, KN_X32_SINT); break;
+    case I_LDI:
+        x32_member(x, 0, 1, ld, 16, KN_X32_LDOUBLE); break;
+    default:
+        return -1;
+    }
+    const predef_t *p = &predefs[idx];
+    if (p->size2) /* the second member of a pair: int, or the first's type */
+        x32_member(x, (unsigned)p->off2, 1, p->size2, p->size2,
+                   idx == I_2REAL || idx == I_2DP ? KN_X32_FLOAT : KN_X32_SINT);
+    for (int i = 0; i < x->n; i++)
+        if (x->m[i].cls == KN_X32_LDOUBLE && LDBL_MANT_DIG != 64 && LDBL_MANT_DIG != 113)
+            return -1;
+    return 0;
 }

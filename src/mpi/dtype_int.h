@@ -72,8 +72,19 @@ kn_dl_t *kn_dl_idx(size_t n, const MPI_Aint *disps, const size_t *lens, size_t b
 
 /* the predefined types (dtype.c) */
 const kn_mpi_type_t *kn_mpi_predef(int idx);
-/* external32 size of a predefined type (0: none) and of its first member */
-size_t kn_mpi_ext32_size(int idx, size_t *first);
+/* The external32 form of a predefined type: its members (1, or 2 for the
+ * pair types), each parts values (2 for complex) of nat native bytes and
+ * ext external bytes, of a class below. */
+enum { KN_X32_UINT, KN_X32_SINT, KN_X32_FLOAT, KN_X32_LDOUBLE };
+typedef struct kn_x32 {
+    int n;
+    struct {
+        unsigned char parts, nat, ext, cls;
+        unsigned short off; /* native offset in the element */
+    } m[2];
+} kn_x32_t;
+/* 0, or -1: the type has no external32 form here */
+int kn_mpi_x32(int idx, kn_x32_t *x);
 
 /* helpers of the type objects (dtype.c) */
 kn_mpi_type_t *kn_mpi_type_any(MPI_Datatype h, const char *fn, int *err);
