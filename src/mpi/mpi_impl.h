@@ -279,7 +279,7 @@ void kn_mpi_unpack(const kn_mpi_type_t *t, const void *in, size_t nbytes, void *
  * may touch; nothing is merged beyond what the type's construction merged.
  * The cursor walks the type's description with a stack of one frame per
  * level (no allocation, O(depth) memory). */
-#define KN_MPI_TCUR_DEPTH 24
+#define KN_MPI_TCUR_DEPTH 64
 typedef struct kn_mpi_tcur {
     const kn_mpi_type_t *t;
     const char *elem;     /* the current element */

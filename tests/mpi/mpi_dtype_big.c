@@ -538,6 +538,46 @@ static void test_darray(void)
     CHECK(MPI_Type_create_darray(mt_size, mt_rank, 1, &g, &d, &a, &p, C, MPI_INT, &t) == MPI_ERR_ARG);
 }
 
+/* ------------------------------------------------------------ depth */
+
+/* Types nested deeper and deeper (each a struct of the last and a char):
+ * each packs right and the cursor walks it, until the nesting limit, where
+ * the constructor says MPI_ERR_TYPE instead of building what the walkers
+ * could not take. */
+static void test_depth(void)
+{
+    enum { MAXL = 200 };
+    MPI_Datatype t[MAXL + 1];
+    int ints[4] = {11, 22, 33, 44};
+    char buf[128];
+    memcpy(buf, ints, sizeof(ints));
+    for (int i = 16; i < 128; i++)
+        buf[i] = (char)i;
+    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &t[0]));
+    int k, bl[2] = {1, 1}, err = MPI_SUCCESS;
+    MPI_Aint dd[2] = {0, 100};
+    for (k = 0; k < MAXL; k++) {
+        MPI_Datatype tt[2] = {t[k], MPI_CHAR};
+        if ((err = MPI_Type_create_struct(2, bl, dd, tt, &t[k + 1])) != MPI_SUCCESS)
+            break;
+        OK(MPI_Type_commit(&t[k + 1]));
+        /* the two ints, then the char at 100 once per level */
+        char want[16 + MAXL], got[16 + MAXL];
+        memcpy(want, &ints[0], 4);
+        memcpy(want + 4, &ints[2], 4);
+        memset(want + 8, 100, (size_t)k + 1);
+        int pos = 0;
+        OK(MPI_Pack(buf, 1, t[k + 1], got, sizeof(got), &pos, MPI_COMM_WORLD));
+        CHECK_EQ(pos, 8 + k + 1);
+        CHECK(memcmp(got, want, (size_t)pos) == 0);
+        check_walks(t[k + 1], buf, 1, got, (size_t)pos);
+    }
+    CHECK_EQ(err, MPI_ERR_TYPE);
+    CHECK(k >= 40); /* at least as deep as MPICH's dataloops went */
+    for (int i = 0; i <= k; i++)
+        OK(MPI_Type_free(&t[i]));
+}
+
 /* ------------------------------------------------------- get_contents */
 
 /* Rebuild t from its envelope and contents with its own constructor. */
@@ -720,7 +760,7 @@ static void test_external(void)
         r[k].l = -5 - k;
         r[k].d = 1.5 + k;          /* 0x3ff8000000000000, 0x4004000000000000 */
         r[k].f = -2.0f;            /* 0xc0000000 */
-        r[k].x = 1.5L + k;         /* binary128: 0x3fff8000..., 0x40004000... */
+        r[k].x = k ? 1.0L + 0x1p-60L : 1.5L; /* binary128 fraction bit 52 of the low half */
         r[k].u = 0xfffffff0u + (unsigned)k;
     }
     MPI_Aint size;
@@ -735,8 +775,8 @@ static void test_external(void)
         be(w + 7, (uint32_t)(-5 - k), 4);
         be(w + 11, k ? 0x4004000000000000ull : 0x3ff8000000000000ull, 8);
         be(w + 19, 0xc0000000u, 4);
-        be(w + 23, k ? 0x4000400000000000ull : 0x3fff800000000000ull, 8);
-        be(w + 31, 0, 8);
+        be(w + 23, k ? 0x3fff000000000000ull : 0x3fff800000000000ull, 8);
+        be(w + 31, k ? 1ull << 52 : 0, 8);
         be(w + 39, 0xfffffff0u + (unsigned)k, 4);
     }
     MPI_Aint pos = 4;
@@ -849,6 +889,7 @@ int main(int argc, char **argv)
     test_huge(); /* first: the peak resident size is still low */
     test_pack();
     test_darray();
+    test_depth();
     test_contents();
     test_external();
     test_match_and_x();
