@@ -175,13 +175,12 @@ kn_dl_t *kn_dl_idx(size_t n, const MPI_Aint *disps, const size_t *lens, size_t b
     if (!r)
         return NULL;
     int same_kid = 1, same_cext = 1, same_len = 1;
-    for (size_t i = 0, j = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (!LEN(i) || !KID(i)->size)
             continue;
         same_kid &= KID(i) == KID(first);
         same_cext &= CEXT(i) == CEXT(first);
         same_len &= LEN(i) == LEN(first);
-        j++;
     }
     r->count = m;
     r->disps = malloc(m * sizeof(MPI_Aint));
@@ -282,6 +281,11 @@ static char *pack_dl(const kn_dl_t *n, const char *src, char *out)
             const kn_dl_t *k = n->kids ? n->kids[i] : n->child;
             MPI_Aint ce = n->cexts ? n->cexts[i] : n->cext;
             size_t len = n->lens ? n->lens[i] : n->blen;
+            if (k->kind == KN_DL_BLOCK) { /* copies of a block: strided bytes */
+                copy_blocks(out, (MPI_Aint)k->size, src + n->disps[i] + k->disp, ce, k->size, len);
+                out += len * k->size;
+                continue;
+            }
             for (size_t j = 0; j < len; j++)
                 out = pack_dl(k, src + n->disps[i] + (MPI_Aint)j * ce, out);
         }

@@ -283,6 +283,32 @@ static void test_pack(void)
     free(p);
     OK(MPI_Type_free(&v));
 
+    /* a vector of a vector: two strided levels (the one-sided form) */
+    {
+        MPI_Datatype v1, v2;
+        OK(MPI_Type_vector(4, 1, 2, MPI_INT, &v1));   /* ints 0 2 4 6, extent 7 */
+        OK(MPI_Type_vector(3, 1, 5, v1, &v2));        /* at 0, 35, 70 ints */
+        OK(MPI_Type_commit(&v2));
+        MPI_Aint first;
+        int64_t cnt[3], stride[2];
+        int levels;
+        CHECK(kn_mpi_type_strided(kn_mpi_type(v2), 1, &first, cnt, stride, &levels));
+        CHECK(levels == 2 && first == 0 && cnt[0] == 4 && cnt[1] == 4 && stride[0] == 8 && cnt[2] == 3 &&
+              stride[1] == 140);
+        int src[80], hw[12];
+        char m2[sizeof(src)] = {0};
+        for (int i = 0; i < 80; i++)
+            src[i] = i * 3 + mt_rank;
+        for (int b = 0, n = 0; b < 3; b++)
+            for (int i = 0; i < 4; i++, n++) {
+                hw[n] = src[35 * b + 2 * i];
+                memset(m2 + (35 * b + 2 * i) * 4, 1, 4);
+            }
+        pack_roundtrip(v2, (char *)src, sizeof(src), 1, (char *)hw, sizeof(hw), m2);
+        OK(MPI_Type_free(&v1));
+        OK(MPI_Type_free(&v2));
+    }
+
     /* nested: a vector of a struct of (a vector of doubles and a char), resized */
     enum { M = 64 };
     MPI_Datatype vd, st, str, nv;
@@ -660,6 +686,8 @@ static void same_type(MPI_Datatype t, MPI_Datatype u, const char *buf, size_t sp
     OK(MPI_Pack(buf, 1, t, p1, (int)s1, &q1, MPI_COMM_WORLD));
     OK(MPI_Pack(buf, 1, u, p2, (int)s1, &q2, MPI_COMM_WORLD));
     CHECK(q1 == s1 && q2 == s1 && memcmp(p1, p2, (size_t)s1) == 0);
+    check_walks(t, buf, 1, p1, (size_t)s1);
+    check_walks(u, buf, 1, p1, (size_t)s1);
     free(p1);
     free(p2);
 }
