@@ -1,18 +1,9 @@
 /*
- * Datatypes and the datatype engine.
- *
- * Every datatype is flattened when it is constructed into a list of
- * segments in typemap order, each a strided run of equal blocks
- * (disp, blen, count, stride); neighbours merge, so a vector of a
- * contiguous type is one segment and a contiguous layout is one block.
- * Packing walks the segments with a copy loop specialized on the block
- * length (1, 2, 4, 8, 16 bytes: plain moves; else memcpy per block), so the
- * common vector case costs no function call per element.  A layout that is
- * one block (count elements included) is sent and received in place: no
- * copy at all.
- *
- * A second list, the element runs (bytes, element size) in typemap order,
- * answers MPI_Get_elements for partial receives.
+ * Datatypes: the predefined types, type objects and their lifetime
+ * (commit, free, dup, resized), argument checks, element counts along the
+ * typemap.  The rest of the datatype code is split by job (dtype_int.h):
+ * constructors in dtype_make.c, the layout engine in dtype_loop.c, queries
+ * and the pack calls in dtype_query.c.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -21,8 +12,9 @@
 #include <complex.h>
 #include <stdbool.h>
 #include <wchar.h>
+#include <float.h>
 
-#include "mpi/mpi_impl.h"
+#include "mpi/dtype_int.h"
 
 /* --------------------------------------------------------- predefined */
 
@@ -140,192 +132,60 @@ static const predef_t predefs[KN_MPI_NPREDEF_TYPES] = {
 };
 
 static kn_mpi_type_t predef_obj[KN_MPI_NPREDEF_TYPES];
-static kn_seg_t predef_seg[KN_MPI_NPREDEF_TYPES][2];
-static kn_run_t predef_run[KN_MPI_NPREDEF_TYPES][2];
 
-/* ------------------------------------------------------------ building */
-
-static int seg_push(kn_mpi_type_t *t, MPI_Aint disp, size_t blen, size_t count, MPI_Aint stride)
+const kn_mpi_type_t *kn_mpi_predef(int idx)
 {
-    if (!blen || !count)
-        return 0;
-    if (count > 1 && stride == (MPI_Aint)blen) {
-        blen *= count;
-        count = 1;
-    }
-    if (count == 1)
-        stride = 0;
-    if (t->nseg) {
-        kn_seg_t *p = &t->seg[t->nseg - 1];
-        if (p->count == 1 && count == 1 && p->disp + (MPI_Aint)p->blen == disp) {
-            p->blen += blen;
-            return 0;
-        }
-        if (blen == p->blen) {
-            if (p->count == 1 && count == 1) {
-                p->stride = disp - p->disp;
-                p->count = 2;
-                return 0;
-            }
-            if (p->count > 1 && disp == p->disp + (MPI_Aint)p->count * p->stride &&
-                (count == 1 || stride == p->stride)) {
-                p->count += count;
-                return 0;
-            }
-        }
-    }
-    if ((t->nseg & (t->nseg - 1)) == 0) { /* grow at powers of two */
-        size_t cap = t->nseg ? (size_t)t->nseg * 2 : 1;
-        kn_seg_t *s = realloc(t->seg, cap * sizeof(*s));
-        if (!s)
-            return -1;
-        t->seg = s;
-    }
-    t->seg[t->nseg++] = (kn_seg_t){disp, blen, count, stride};
-    return 0;
+    return idx > 0 && idx < KN_MPI_NPREDEF_TYPES ? &predef_obj[idx] : NULL;
 }
 
-static int run_push(kn_mpi_type_t *t, size_t bytes, size_t esize)
+/* ------------------------------------------------------------ objects */
+
+kn_mpi_type_t *kn_mpi_type_alloc(void)
 {
-    if (!bytes)
-        return 0;
-    if (t->nrun && t->run[t->nrun - 1].esize == esize) {
-        t->run[t->nrun - 1].bytes += bytes;
-        return 0;
-    }
-    if ((t->nrun & (t->nrun - 1)) == 0) {
-        size_t cap = t->nrun ? (size_t)t->nrun * 2 : 1;
-        kn_run_t *r = realloc(t->run, cap * sizeof(*r));
-        if (!r)
-            return -1;
-        t->run = r;
-    }
-    t->run[t->nrun++] = (kn_run_t){bytes, esize};
-    return 0;
+    kn_mpi_type_t *t = calloc(1, sizeof(*t));
+    if (t)
+        t->refs = t->urefs = 1;
+    return t;
 }
 
-/* n copies of old at disp, disp + extent, ... */
-static int append_rep(kn_mpi_type_t *t, const kn_mpi_type_t *old, MPI_Aint disp, size_t n)
+static void free_attrs(kn_mpi_type_t *t)
 {
-    MPI_Aint ext = old->extent;
-    if (old->nseg == 1) {
-        const kn_seg_t *s = &old->seg[0];
-        if (s->count == 1)
-            return seg_push(t, disp + s->disp, s->blen, n, ext);
-        if (ext == (MPI_Aint)s->count * s->stride)
-            return seg_push(t, disp + s->disp, s->blen, s->count * n, s->stride);
+    kn_mpi_attr_t *a = t->attrs;
+    while (a) {
+        kn_mpi_attr_t *n = a->next;
+        free(a);
+        a = n;
     }
-    for (size_t j = 0; j < n; j++)
-        for (int i = 0; i < old->nseg; i++) {
-            const kn_seg_t *s = &old->seg[i];
-            if (seg_push(t, disp + (MPI_Aint)j * ext + s->disp, s->blen, s->count, s->stride) < 0)
-                return -1;
-        }
-    return 0;
+    t->attrs = NULL;
 }
 
-static int append_runs(kn_mpi_type_t *t, const kn_mpi_type_t *old, size_t n)
-{
-    if (old->nrun == 1)
-        return run_push(t, old->run[0].bytes * n, old->run[0].esize);
-    for (size_t j = 0; j < n; j++)
-        for (int i = 0; i < old->nrun; i++)
-            if (run_push(t, old->run[i].bytes, old->run[i].esize) < 0)
-                return -1;
-    return 0;
-}
-
-static void type_free_obj(kn_mpi_type_t *t)
+void kn_mpi_type_free_obj(kn_mpi_type_t *t)
 {
     for (int i = 0; i < t->nt; i++) {
         kn_mpi_type_t *c = kn_mpi_tbl_get(&kn_mpi.types, t->types[i]);
         if (c)
             kn_mpi_type_unref(c);
     }
-    free(t->seg);
-    free(t->run);
+    kn_dl_unref(t->dl);
     free(t->ints);
     free(t->aints);
     free(t->types);
     free(t);
 }
 
-static void finish_flags(kn_mpi_type_t *t)
+void kn_mpi_type_finish(kn_mpi_type_t *t)
 {
-    int dense = t->size == 0 || (t->nseg == 1 && t->seg[0].count == 1 && t->seg[0].blen == t->size);
-    t->contig = dense && (t->size == 0 || (size_t)t->extent == t->size);
-    /* contig also means: the data starts at true_lb */
-    if (t->size && t->seg[0].disp != t->true_lb)
-        t->contig = 0;
+    const kn_dl_t *n = t->dl;
+    t->size = n->size;
+    t->true_lb = n->size ? n->tlb : 0;
+    t->true_ub = n->size ? n->tub : 0;
+    /* a BLOCK node is size bytes at its true lower bound */
+    t->onerun = n->size == 0 || n->kind == KN_DL_BLOCK;
+    t->contig = t->onerun && (n->size == 0 || (size_t)t->extent == n->size);
 }
 
-/*
- * The one constructor: blocks i = 0..nblk-1 of lens[i] copies of
- * types[i] (or types[0] when same) at disps[i] bytes.  is_struct: round
- * the extent up to the alignment of the members (C struct padding).
- */
-static kn_mpi_type_t *build(int nblk, const MPI_Aint *disps, const size_t *lens, kn_mpi_type_t *const *types,
-                            int same, int is_struct)
-{
-    kn_mpi_type_t *t = calloc(1, sizeof(*t));
-    if (!t)
-        return NULL;
-    int any = 0, prim = -1;
-    MPI_Aint lb = 0, ub = 0, tlb = 0, tub = 0;
-    int any_data = 0;
-    size_t align = 1;
-    for (int i = 0; i < nblk; i++) {
-        const kn_mpi_type_t *o = types[same ? 0 : i];
-        size_t n = lens[i];
-        if (!n)
-            continue;
-        MPI_Aint d = disps[i], ext = o->extent, last = (MPI_Aint)(n - 1) * ext;
-        MPI_Aint l0 = d + o->lb, l1 = d + o->lb + last;
-        MPI_Aint bl = l0 < l1 ? l0 : l1, bu = (l0 > l1 ? l0 : l1) + ext;
-        if (!any || bl < lb)
-            lb = bl;
-        if (!any || bu > ub)
-            ub = bu;
-        any = 1;
-        if (o->size) {
-            MPI_Aint t0 = d + o->true_lb, t1 = d + o->true_lb + last;
-            MPI_Aint u0 = d + o->true_ub, u1 = d + o->true_ub + last;
-            MPI_Aint ml = t0 < t1 ? t0 : t1, mu = u0 > u1 ? u0 : u1;
-            if (!any_data || ml < tlb)
-                tlb = ml;
-            if (!any_data || mu > tub)
-                tub = mu;
-            any_data = 1;
-            if (prim == -1)
-                prim = o->prim;
-            else if (prim != o->prim)
-                prim = 0;
-        }
-        if (o->align > align)
-            align = o->align;
-        t->size += n * o->size;
-        t->nelem += n * o->nelem;
-        if (append_rep(t, o, d, n) < 0 || append_runs(t, o, n) < 0) {
-            type_free_obj(t);
-            return NULL;
-        }
-    }
-    t->lb = lb;
-    t->extent = ub - lb;
-    if (is_struct && align > 1 && t->extent % (MPI_Aint)align)
-        t->extent += (MPI_Aint)align - t->extent % (MPI_Aint)align;
-    t->true_lb = any_data ? tlb : 0;
-    t->true_ub = any_data ? tub : 0;
-    t->align = align;
-    t->prim = prim > 0 ? prim : 0;
-    t->kdt = t->prim ? predefs[t->prim].kdt : -1;
-    t->refs = t->urefs = 1;
-    finish_flags(t);
-    return t;
-}
-
-static int set_contents(kn_mpi_type_t *t, int combiner, int ni, const int *ints, int na, const MPI_Aint *aints,
-                        int nt, const MPI_Datatype *types)
+int kn_mpi_type_set_contents(kn_mpi_type_t *t, int combiner, int ni, const int *ints, int na,
+                             const MPI_Aint *aints, int nt, const MPI_Datatype *types)
 {
     t->combiner = combiner;
     t->ints = ni ? malloc((size_t)ni * sizeof(int)) : NULL;
@@ -350,21 +210,19 @@ static int set_contents(kn_mpi_type_t *t, int combiner, int ni, const int *ints,
 void kn_mpi_type_destroy(kn_mpi_type_t *t)
 {
     kn_mpi_tbl_del(&kn_mpi.types, t->handle);
-    kn_mpi_attr_t *a = t->attrs;
-    while (a) {
-        kn_mpi_attr_t *n = a->next;
-        free(a);
-        a = n;
-    }
-    type_free_obj(t);
+    free_attrs(t);
+    kn_mpi_type_free_obj(t);
 }
 
-/* Register a built type under a handle and hand it to the user. */
-static int publish(kn_mpi_type_t *t, MPI_Datatype *out, const char *fn)
+int kn_mpi_type_publish(kn_mpi_type_t *t, MPI_Datatype *out, const char *fn)
 {
+    if (t->dl->depth > KN_DL_MAX_DEPTH) {
+        kn_mpi_type_free_obj(t);
+        return kn_mpi_error(NULL, fn, MPI_ERR_TYPE, "datatype nested more than %d levels deep", KN_DL_MAX_DEPTH);
+    }
     int h = kn_mpi_tbl_add(&kn_mpi.types, t, -1);
     if (h < 0) {
-        type_free_obj(t);
+        kn_mpi_type_free_obj(t);
         return kn_mpi_error(NULL, fn, MPI_ERR_NO_MEM, "out of memory");
     }
     t->handle = h;
@@ -380,34 +238,31 @@ void kn_mpi_types_init(void)
         memset(t, 0, sizeof(*t));
         t->predefined = t->committed = 1;
         t->refs = t->urefs = 1;
-        t->size = p->size + p->size2;
         t->extent = (MPI_Aint)p->extent;
-        t->true_ub = p->off2 ? (MPI_Aint)(p->off2 + p->size2) : (MPI_Aint)p->size;
         t->align = p->size > 16 ? 16 : p->size;
         if (p->size2 && p->size2 > t->align)
             t->align = p->size2;
-        t->seg = predef_seg[i];
-        t->run = predef_run[i];
-        t->seg[0] = (kn_seg_t){0, p->size, 1, 0};
-        t->run[0] = (kn_run_t){p->size, p->size};
-        t->nseg = t->nrun = 1;
-        t->nelem = 1;
-        if (p->size2) {
-            t->nelem = 2;
-            if (p->off2 == p->size)
-                t->seg[0].blen += p->size2;
-            else
-                t->seg[t->nseg++] = (kn_seg_t){(MPI_Aint)p->off2, p->size2, 1, 0};
-            if (p->size2 == p->size)
-                t->run[0].bytes += p->size2;
-            else
-                t->run[t->nrun++] = (kn_run_t){p->size2, p->size2};
+        t->nelem = p->size2 ? 2 : 1;
+        if (!p->size2 || p->off2 == p->size) {
+            t->dl = kn_dl_block(0, p->size + p->size2);
+        } else {
+            kn_dl_t *b1 = kn_dl_block(0, p->size), *b2 = kn_dl_block(0, p->size2);
+            kn_dl_t *kids[2] = {b1, b2};
+            MPI_Aint disps[2] = {0, (MPI_Aint)p->off2};
+            if (b1 && b2)
+                t->dl = kn_dl_idx(2, disps, NULL, 1, kids, NULL, NULL, 0);
+            kn_dl_unref(b1);
+            kn_dl_unref(b2);
+        }
+        if (!t->dl) { /* at MPI_Init: a few hundred bytes */
+            fprintf(stderr, "knit mpi: out of memory building the predefined datatypes\n");
+            abort();
         }
         t->prim = i;
         t->kdt = p->kdt;
         t->combiner = MPI_COMBINER_NAMED;
         snprintf(t->name, sizeof(t->name), "%s", p->name);
-        finish_flags(t);
+        kn_mpi_type_finish(t);
         t->handle = kn_mpi_tbl_add(&kn_mpi.types, t, i);
     }
 }
@@ -418,159 +273,73 @@ void kn_mpi_types_fini(void)
         kn_mpi_type_t *t = kn_mpi.types.slot[i];
         if (!t)
             continue;
-        kn_mpi_attr_t *a = t->attrs;
-        while (a) {
-            kn_mpi_attr_t *n = a->next;
-            free(a);
-            a = n;
-        }
-        free(t->seg);
-        free(t->run);
+        free_attrs(t);
+        kn_dl_unref(t->dl);
         free(t->ints);
         free(t->aints);
         free(t->types);
         free(t);
     }
+    for (int i = 1; i < KN_MPI_NPREDEF_TYPES; i++) {
+        kn_dl_unref(predef_obj[i].dl);
+        predef_obj[i].dl = NULL;
+    }
     kn_mpi_tbl_destroy(&kn_mpi.types);
 }
 
-/* ------------------------------------------------------------- the engine */
+/* ----------------------------------------------------- element counts */
 
-#define COPY_LOOP(SZ)                                          \
-    for (size_t i = 0; i < cnt; i++, d += dstride, s += sstride) \
-        memcpy(d, s, SZ);
+/*
+ * MPI_Get_elements and MPI_Status_set_elements count basic elements along
+ * the typemap.  They descend the constructor tree (the contents every
+ * derived type keeps), one level per nesting level: each constructor but
+ * struct repeats one old type, so whole copies are counted by division;
+ * struct walks its blocks.
+ */
+static MPI_Count elems_part(const kn_mpi_type_t *t, size_t rem);
 
-/* cnt blocks of blen bytes: a loop per block size, moves inlined */
-static inline void copy_blocks(char *d, MPI_Aint dstride, const char *s, MPI_Aint sstride, size_t blen,
-                               size_t cnt)
+/* basic elements in the first rem bytes of copies of o; -1: inside one */
+static MPI_Count elems_of(const kn_mpi_type_t *o, size_t rem)
 {
-    switch (blen) {
-    case 1: COPY_LOOP(1) break;
-    case 2: COPY_LOOP(2) break;
-    case 4: COPY_LOOP(4) break;
-    case 8: COPY_LOOP(8) break;
-    case 12: COPY_LOOP(12) break;
-    case 16: COPY_LOOP(16) break;
-    case 24: COPY_LOOP(24) break;
-    case 32: COPY_LOOP(32) break;
-    default: COPY_LOOP(blen) break;
+    MPI_Count e = (MPI_Count)(rem / o->size) * (MPI_Count)o->nelem;
+    if (rem % o->size) {
+        MPI_Count s = elems_part(o, rem % o->size);
+        if (s < 0)
+            return -1;
+        e += s;
     }
+    return e;
 }
 
-void kn_mpi_pack(const kn_mpi_type_t *t, const void *buf, size_t count, void *out)
+static const kn_mpi_type_t *content(const kn_mpi_type_t *t, int i)
 {
-    char *o = out;
-    const char *b = buf;
-    if (t->contig) {
-        memcpy(o, b + t->true_lb, count * t->size);
-        return;
-    }
-    for (size_t k = 0; k < count; k++, b += t->extent)
-        for (int i = 0; i < t->nseg; i++) {
-            const kn_seg_t *s = &t->seg[i];
-            copy_blocks(o, (MPI_Aint)s->blen, b + s->disp, s->stride, s->blen, s->count);
-            o += s->blen * s->count;
-        }
+    return kn_mpi_tbl_get(&kn_mpi.types, t->types[i]);
 }
 
-void kn_mpi_unpack(const kn_mpi_type_t *t, const void *in, size_t nbytes, void *buf, size_t count)
+/* rem < t->size */
+static MPI_Count elems_part(const kn_mpi_type_t *t, size_t rem)
 {
-    const char *p = in;
-    char *b = buf;
-    size_t left = nbytes;
-    if (t->contig) {
-        size_t all = count * t->size;
-        memcpy(b + t->true_lb, p, left < all ? left : all);
-        return;
+    if (!rem)
+        return 0;
+    if (t->predefined) { /* a pair: the first member whole, no more */
+        int i = (int)IDX(t->handle);
+        return t->nelem == 2 && rem == predefs[i].size ? 1 : -1;
     }
-    for (size_t k = 0; k < count && left; k++, b += t->extent)
-        for (int i = 0; i < t->nseg && left; i++) {
-            const kn_seg_t *s = &t->seg[i];
-            size_t tot = s->blen * s->count;
-            if (tot <= left) {
-                copy_blocks(b + s->disp, s->stride, p, (MPI_Aint)s->blen, s->blen, s->count);
-                p += tot;
-                left -= tot;
-                continue;
+    if (t->combiner == MPI_COMBINER_STRUCT) {
+        MPI_Count e = 0;
+        for (int i = 0; i < t->nt; i++) {
+            const kn_mpi_type_t *o = content(t, i);
+            size_t bytes = (size_t)t->ints[1 + i] * o->size;
+            if (rem < bytes) {
+                MPI_Count s = elems_of(o, rem);
+                return s < 0 ? -1 : e + s;
             }
-            size_t full = left / s->blen;
-            copy_blocks(b + s->disp, s->stride, p, (MPI_Aint)s->blen, s->blen, full);
-            p += full * s->blen;
-            memcpy(b + s->disp + (MPI_Aint)full * s->stride, p, left - full * s->blen);
-            left = 0;
+            e += (MPI_Count)t->ints[1 + i] * (MPI_Count)o->nelem;
+            rem -= bytes;
         }
-}
-
-void kn_mpi_tcur_init(kn_mpi_tcur_t *c, const kn_mpi_type_t *t, const void *buf, size_t count)
-{
-    c->t = t;
-    c->elem = buf;
-    c->k = 0;
-    c->count = t->size ? count : 0;
-    c->i = 0;
-    c->j = 0;
-}
-
-size_t kn_mpi_tcur_next(kn_mpi_tcur_t *c, char **addr)
-{
-    const kn_mpi_type_t *t = c->t;
-    if (c->k >= c->count)
-        return 0;
-    if (t->contig) { /* all of it at once */
-        *addr = (char *)c->elem + t->true_lb;
-        c->k = c->count;
-        return c->count * t->size;
+        return e;
     }
-    while (c->i >= t->nseg || t->seg[c->i].count == 0 || t->seg[c->i].blen == 0) {
-        if (c->i >= t->nseg) {
-            if (++c->k >= c->count)
-                return 0;
-            c->elem += t->extent;
-            c->i = 0;
-            c->j = 0;
-        } else {
-            c->i++;
-            c->j = 0;
-        }
-    }
-    const kn_seg_t *s = &t->seg[c->i];
-    *addr = (char *)c->elem + s->disp + (MPI_Aint)c->j * s->stride;
-    if (++c->j >= s->count) {
-        c->i++;
-        c->j = 0;
-    }
-    return s->blen;
-}
-
-int kn_mpi_type_strided(const kn_mpi_type_t *t, size_t count, MPI_Aint *first, int64_t cnt[3],
-                        int64_t stride[2], int *levels)
-{
-    if (count == 0 || t->size == 0) {
-        *first = 0;
-        cnt[0] = 0;
-        *levels = 0;
-        return 1;
-    }
-    if (t->contig) {
-        *first = t->true_lb;
-        cnt[0] = (int64_t)(count * t->size);
-        *levels = 0;
-        return 1;
-    }
-    if (t->nseg != 1)
-        return 0;
-    const kn_seg_t *s = &t->seg[0];
-    *first = s->disp;
-    cnt[0] = (int64_t)s->blen;
-    cnt[1] = (int64_t)s->count;
-    stride[0] = (int64_t)s->stride;
-    *levels = 1;
-    if (count > 1) {
-        cnt[2] = (int64_t)count;
-        stride[1] = (int64_t)t->extent;
-        *levels = 2;
-    }
-    return 1;
+    return elems_of(content(t, 0), rem);
 }
 
 MPI_Count kn_mpi_type_elements(const kn_mpi_type_t *t, size_t nbytes)
@@ -578,25 +347,49 @@ MPI_Count kn_mpi_type_elements(const kn_mpi_type_t *t, size_t nbytes)
     if (t->size == 0)
         return 0;
     MPI_Count e = (MPI_Count)(nbytes / t->size) * (MPI_Count)t->nelem;
-    size_t rem = nbytes % t->size;
-    for (int i = 0; i < t->nrun && rem; i++) {
-        const kn_run_t *r = &t->run[i];
-        if (rem >= r->bytes) {
-            e += (MPI_Count)(r->bytes / r->esize);
-            rem -= r->bytes;
-        } else {
-            e += (MPI_Count)(rem / r->esize);
-            if (rem % r->esize)
-                return -1;
-            rem = 0;
+    MPI_Count r = elems_part(t, nbytes % t->size);
+    return r < 0 ? -1 : e + r;
+}
+
+static MPI_Count bytes_part(const kn_mpi_type_t *t, MPI_Count k);
+
+static MPI_Count bytes_of(const kn_mpi_type_t *o, MPI_Count k)
+{
+    return k / (MPI_Count)o->nelem * (MPI_Count)o->size + bytes_part(o, k % (MPI_Count)o->nelem);
+}
+
+/* k < t->nelem */
+static MPI_Count bytes_part(const kn_mpi_type_t *t, MPI_Count k)
+{
+    if (!k)
+        return 0;
+    if (t->predefined)
+        return (MPI_Count)predefs[IDX(t->handle)].size; /* k == 1 of a pair */
+    if (t->combiner == MPI_COMBINER_STRUCT) {
+        MPI_Count b = 0;
+        for (int i = 0; i < t->nt && k > 0; i++) {
+            const kn_mpi_type_t *o = content(t, i);
+            MPI_Count n = (MPI_Count)t->ints[1 + i] * (MPI_Count)o->nelem;
+            if (k < n)
+                return b + bytes_of(o, k);
+            b += (MPI_Count)t->ints[1 + i] * (MPI_Count)o->size;
+            k -= n;
         }
+        return b;
     }
-    return e;
+    return bytes_of(content(t, 0), k);
+}
+
+MPI_Count kn_mpi_type_elem_bytes(const kn_mpi_type_t *t, MPI_Count count)
+{
+    if (!t->nelem)
+        return 0;
+    return count / (MPI_Count)t->nelem * (MPI_Count)t->size + bytes_part(t, count % (MPI_Count)t->nelem);
 }
 
 /* ---------------------------------------------------------- arguments */
 
-static kn_mpi_type_t *type_any(MPI_Datatype h, const char *fn, int *err)
+kn_mpi_type_t *kn_mpi_type_any(MPI_Datatype h, const char *fn, int *err)
 {
     kn_mpi_type_t *t = kn_mpi_type(h);
     if (!t)
@@ -668,385 +461,21 @@ const char *kn_mpi_type_label(const kn_mpi_type_t *t, char *buf, size_t len)
     return buf;
 }
 
-#define NEWTYPE_CHECK(newtype)                                                   \
-    do {                                                                         \
-        if (!(newtype))                                                          \
-            return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "newtype is NULL"); \
-    } while (0)
-#define COUNT_CHECK(count)                                                                \
-    do {                                                                                  \
-        if ((count) < 0)                                                                  \
-            return kn_mpi_error(NULL, __func__, MPI_ERR_COUNT, "count %d is negative", (count)); \
-    } while (0)
-
-/* build + contents + publish, for the single-old-type constructors */
-static int make(int nblk, const MPI_Aint *disps, const size_t *lens, kn_mpi_type_t *old, int combiner, int ni,
-                const int *ints, int na, const MPI_Aint *aints, MPI_Datatype oldh, MPI_Datatype *out,
-                const char *fn)
-{
-    kn_mpi_type_t *t = build(nblk, disps, lens, &old, 1, 0);
-    if (!t || set_contents(t, combiner, ni, ints, na, aints, 1, &oldh) < 0) {
-        if (t)
-            type_free_obj(t);
-        return kn_mpi_error(NULL, fn, MPI_ERR_NO_MEM, "out of memory");
-    }
-    return publish(t, out, fn);
-}
-
-int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    int err;
-    kn_mpi_type_t *o = type_any(oldtype, __func__, &err);
-    if (!o)
-        return err;
-    COUNT_CHECK(count);
-    NEWTYPE_CHECK(newtype);
-    MPI_Aint d = 0;
-    size_t n = (size_t)count;
-    return make(1, &d, &n, o, MPI_COMBINER_CONTIGUOUS, 1, &count, 0, NULL, oldtype, newtype, __func__);
-}
-
-/* vector and hvector: count blocks of blocklength at i * stride bytes */
-static int vector(int count, int blocklength, MPI_Aint stride_bytes, kn_mpi_type_t *o, int combiner, int ni,
-                  const int *ints, int na, const MPI_Aint *aints, MPI_Datatype oldh, MPI_Datatype *out,
-                  const char *fn)
-{
-    if (count < 0 || blocklength < 0)
-        return kn_mpi_error(NULL, fn, MPI_ERR_COUNT, "count %d or blocklength %d is negative", count,
-                            blocklength);
-    if (!out)
-        return kn_mpi_error(NULL, fn, MPI_ERR_ARG, "newtype is NULL");
-    MPI_Aint *d = malloc(((size_t)count + 1) * sizeof(*d));
-    size_t *l = malloc(((size_t)count + 1) * sizeof(*l));
-    if (!d || !l) {
-        free(d);
-        free(l);
-        return kn_mpi_error(NULL, fn, MPI_ERR_NO_MEM, "out of memory");
-    }
-    for (int i = 0; i < count; i++) {
-        d[i] = (MPI_Aint)i * stride_bytes;
-        l[i] = (size_t)blocklength;
-    }
-    int err = make(count, d, l, o, combiner, ni, ints, na, aints, oldh, out, fn);
-    free(d);
-    free(l);
-    return err;
-}
-
-int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    int err;
-    kn_mpi_type_t *o = type_any(oldtype, __func__, &err);
-    if (!o)
-        return err;
-    int ints[3] = {count, blocklength, stride};
-    return vector(count, blocklength, (MPI_Aint)stride * o->extent, o, MPI_COMBINER_VECTOR, 3, ints, 0, NULL,
-                  oldtype, newtype, __func__);
-}
-
-int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
-                            MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    int err;
-    kn_mpi_type_t *o = type_any(oldtype, __func__, &err);
-    if (!o)
-        return err;
-    int ints[2] = {count, blocklength};
-    return vector(count, blocklength, stride, o, MPI_COMBINER_HVECTOR, 2, ints, 1, &stride, oldtype, newtype,
-                  __func__);
-}
-
-int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    return MPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype);
-}
-
-/* the indexed family: blocklens (or one blocklen), displacements in
- * elements (idisp) or bytes (adisp) */
-static int indexed(int count, const int *bls, int bl1, const int *idisp, const MPI_Aint *adisp,
-                   MPI_Datatype oldtype, MPI_Datatype *newtype, int combiner, const char *fn)
-{
-    int err;
-    kn_mpi_type_t *o = type_any(oldtype, fn, &err);
-    if (!o)
-        return err;
-    if (count < 0)
-        return kn_mpi_error(NULL, fn, MPI_ERR_COUNT, "count %d is negative", count);
-    if (!newtype)
-        return kn_mpi_error(NULL, fn, MPI_ERR_ARG, "newtype is NULL");
-    if (count > 0 && ((!bls && bl1 < 0) || (!idisp && !adisp)))
-        return kn_mpi_error(NULL, fn, bl1 < 0 && !bls ? MPI_ERR_ARG : MPI_ERR_ARG, "NULL array or negative blocklength");
-    size_t n = (size_t)count;
-    MPI_Aint *d = malloc((n + 1) * sizeof(*d));
-    size_t *l = malloc((n + 1) * sizeof(*l));
-    /* contents: ints = count, [blocklens | blocklen], [idisp]; aints = [adisp] */
-    int ni = 1 + (bls ? count : 1) + (idisp ? count : 0);
-    int *ints = malloc((size_t)ni * sizeof(int));
-    if (!d || !l || !ints) {
-        free(d);
-        free(l);
-        free(ints);
-        return kn_mpi_error(NULL, fn, MPI_ERR_NO_MEM, "out of memory");
-    }
-    int k = 0;
-    ints[k++] = count;
-    if (!bls)
-        ints[k++] = bl1;
-    err = MPI_SUCCESS;
-    for (int i = 0; i < count; i++) {
-        int b = bls ? bls[i] : bl1;
-        if (b < 0) {
-            err = kn_mpi_error(NULL, fn, MPI_ERR_ARG, "blocklength %d of block %d is negative", b, i);
-            break;
-        }
-        if (bls)
-            ints[k++] = b;
-        l[i] = (size_t)b;
-        d[i] = idisp ? (MPI_Aint)idisp[i] * o->extent : adisp[i];
-    }
-    if (idisp)
-        for (int i = 0; i < count; i++)
-            ints[k++] = idisp[i];
-    if (err == MPI_SUCCESS)
-        err = make(count, d, l, o, combiner, ni, ints, adisp ? count : 0, adisp, oldtype, newtype, fn);
-    free(d);
-    free(l);
-    free(ints);
-    return err;
-}
-
-int MPI_Type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[],
-                     MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    if (count > 0 && !array_of_blocklengths)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "array_of_blocklengths is NULL");
-    return indexed(count, array_of_blocklengths, -1, array_of_displacements, NULL, oldtype, newtype,
-                   MPI_COMBINER_INDEXED, __func__);
-}
-
-int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
-                             MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    if (count > 0 && !array_of_blocklengths)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "array_of_blocklengths is NULL");
-    return indexed(count, array_of_blocklengths, -1, NULL, array_of_displacements, oldtype, newtype,
-                   MPI_COMBINER_HINDEXED, __func__);
-}
-
-int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[],
-                      MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    return MPI_Type_create_hindexed(count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
-}
-
-int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[],
-                                  MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    if (blocklength < 0)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "blocklength %d is negative", blocklength);
-    return indexed(count, NULL, blocklength, array_of_displacements, NULL, oldtype, newtype,
-                   MPI_COMBINER_INDEXED_BLOCK, __func__);
-}
-
-int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[],
-                                   MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    if (blocklength < 0)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "blocklength %d is negative", blocklength);
-    return indexed(count, NULL, blocklength, NULL, array_of_displacements, oldtype, newtype,
-                   MPI_COMBINER_HINDEXED_BLOCK, __func__);
-}
-
-int MPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
-                           const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    COUNT_CHECK(count);
-    NEWTYPE_CHECK(newtype);
-    if (count > 0 && (!array_of_blocklengths || !array_of_displacements || !array_of_types))
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL array");
-    size_t n = (size_t)count;
-    kn_mpi_type_t **ts = malloc((n + 1) * sizeof(*ts));
-    size_t *l = malloc((n + 1) * sizeof(*l));
-    int *ints = malloc((n + 1) * sizeof(int));
-    int err = MPI_SUCCESS;
-    if (!ts || !l || !ints)
-        err = kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
-    for (int i = 0; i < count && err == MPI_SUCCESS; i++) {
-        if (array_of_blocklengths[i] < 0) {
-            err = kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "blocklength %d of block %d is negative",
-                               array_of_blocklengths[i], i);
-            break;
-        }
-        ts[i] = kn_mpi_type(array_of_types[i]);
-        if (!ts[i]) {
-            err = kn_mpi_error(NULL, __func__, MPI_ERR_TYPE, "array_of_types[%d] is not a valid datatype", i);
-            break;
-        }
-        l[i] = (size_t)array_of_blocklengths[i];
-        ints[i + 1] = array_of_blocklengths[i];
-    }
-    if (err == MPI_SUCCESS) {
-        ints[0] = count;
-        kn_mpi_type_t *t = build(count, array_of_displacements, l, ts, 0, 1);
-        if (!t || set_contents(t, MPI_COMBINER_STRUCT, count + 1, ints, count, array_of_displacements, count,
-                               array_of_types) < 0) {
-            if (t)
-                type_free_obj(t);
-            err = kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
-        } else {
-            err = publish(t, newtype, __func__);
-        }
-    }
-    free(ts);
-    free(l);
-    free(ints);
-    return err;
-}
-
-int MPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[],
-                    MPI_Datatype array_of_types[], MPI_Datatype *newtype)
-{
-    return MPI_Type_create_struct(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype);
-}
-
-int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[], const int starts[], int order,
-                             MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    int err;
-    kn_mpi_type_t *o = type_any(oldtype, __func__, &err);
-    if (!o)
-        return err;
-    NEWTYPE_CHECK(newtype);
-    if (ndims <= 0 || !sizes || !subsizes || !starts)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "ndims %d or NULL arrays", ndims);
-    if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "order %d is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN",
-                            order);
-    for (int i = 0; i < ndims; i++)
-        if (sizes[i] <= 0 || subsizes[i] <= 0 || subsizes[i] > sizes[i] || starts[i] < 0 ||
-            starts[i] > sizes[i] - subsizes[i])
-            return kn_mpi_error(NULL, __func__, MPI_ERR_ARG,
-                                "dimension %d: size %d, subsize %d, start %d do not fit", i, sizes[i],
-                                subsizes[i], starts[i]);
-    /* innermost (fastest) dimension first */
-    kn_mpi_type_t *cur = o, *prev = NULL;
-    MPI_Aint stride = o->extent, offset = 0, full = o->extent;
-    for (int k = 0; k < ndims; k++) {
-        int i = order == MPI_ORDER_C ? ndims - 1 - k : k;
-        size_t n = (size_t)subsizes[i];
-        MPI_Aint *d = malloc(n * sizeof(*d));
-        size_t *l = malloc(n * sizeof(*l));
-        kn_mpi_type_t *next = NULL;
-        if (d && l) {
-            for (size_t j = 0; j < n; j++) {
-                d[j] = (MPI_Aint)j * stride;
-                l[j] = 1;
-            }
-            next = build((int)n, d, l, &cur, 1, 0);
-        }
-        free(d);
-        free(l);
-        if (prev)
-            type_free_obj(prev);
-        if (!next)
-            return kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
-        offset += (MPI_Aint)starts[i] * stride;
-        stride *= sizes[i];
-        full = stride;
-        /* levels are placed by explicit displacements: their extents
-         * never matter */
-        cur = prev = next;
-    }
-    MPI_Aint d0 = offset;
-    size_t one = 1;
-    kn_mpi_type_t *t = build(1, &d0, &one, &cur, 1, 0);
-    type_free_obj(prev);
-    if (!t)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
-    t->lb = 0;
-    t->extent = full;
-    finish_flags(t);
-    int *ints = malloc((3 * (size_t)ndims + 2) * sizeof(int));
-    if (!ints) {
-        type_free_obj(t);
-        return kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
-    }
-    ints[0] = ndims;
-    for (int i = 0; i < ndims; i++) {
-        ints[1 + i] = sizes[i];
-        ints[1 + ndims + i] = subsizes[i];
-        ints[1 + 2 * ndims + i] = starts[i];
-    }
-    ints[1 + 3 * ndims] = order;
-    err = set_contents(t, MPI_COMBINER_SUBARRAY, 3 * ndims + 2, ints, 0, NULL, 1, &oldtype);
-    free(ints);
-    if (err < 0) {
-        type_free_obj(t);
-        return kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
-    }
-    return publish(t, newtype, __func__);
-}
-
-int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
-                           const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[],
-                           int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    KN_MPI_READY();
-    (void)size, (void)rank, (void)ndims, (void)array_of_gsizes, (void)array_of_distribs, (void)array_of_dargs;
-    (void)array_of_psizes, (void)order, (void)oldtype, (void)newtype;
-    return kn_mpi_error(NULL, __func__, MPI_ERR_UNSUPPORTED_OPERATION, "distributed-array datatypes are not "
-                                                                       "implemented");
-}
-
+/* dup and resized: the old type's layout, shared */
 static kn_mpi_type_t *type_clone(const kn_mpi_type_t *o)
 {
-    kn_mpi_type_t *t = calloc(1, sizeof(*t));
+    kn_mpi_type_t *t = kn_mpi_type_alloc();
     if (!t)
         return NULL;
-    *t = *o;
-    t->predefined = 0;
-    t->committed = 0;
-    t->attrs = NULL;
-    t->name[0] = '\0';
-    t->ints = NULL;
-    t->aints = NULL;
-    t->types = NULL;
-    t->ni = t->na = t->nt = 0;
-    t->seg = malloc((size_t)(o->nseg ? o->nseg : 1) * sizeof(kn_seg_t));
-    t->run = malloc((size_t)(o->nrun ? o->nrun : 1) * sizeof(kn_run_t));
-    if (!t->seg || !t->run) {
-        type_free_obj(t);
-        return NULL;
-    }
-    memcpy(t->seg, o->seg, (size_t)o->nseg * sizeof(kn_seg_t));
-    memcpy(t->run, o->run, (size_t)o->nrun * sizeof(kn_run_t));
-    /* the capacity rule of seg_push/run_push: round up to a power of two */
-    size_t c = 1;
-    while (c < (size_t)o->nseg)
-        c <<= 1;
-    if (c != (size_t)o->nseg) {
-        kn_seg_t *s = realloc(t->seg, c * sizeof(*s));
-        if (s)
-            t->seg = s;
-    }
-    c = 1;
-    while (c < (size_t)o->nrun)
-        c <<= 1;
-    if (c != (size_t)o->nrun) {
-        kn_run_t *r = realloc(t->run, c * sizeof(*r));
-        if (r)
-            t->run = r;
-    }
-    t->refs = t->urefs = 1;
+    t->size = o->size;
+    t->lb = o->lb;
+    t->extent = o->extent;
+    t->align = o->align;
+    t->nelem = o->nelem;
+    t->prim = o->prim;
+    t->kdt = o->kdt;
+    t->dl = kn_dl_ref(o->dl);
+    kn_mpi_type_finish(t);
     return t;
 }
 
@@ -1054,40 +483,40 @@ int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, 
 {
     KN_MPI_READY();
     int err;
-    kn_mpi_type_t *o = type_any(oldtype, __func__, &err);
+    kn_mpi_type_t *o = kn_mpi_type_any(oldtype, __func__, &err);
     if (!o)
         return err;
     NEWTYPE_CHECK(newtype);
     kn_mpi_type_t *t = type_clone(o);
     MPI_Aint a[2] = {lb, extent};
-    if (!t || set_contents(t, MPI_COMBINER_RESIZED, 0, NULL, 2, a, 1, &oldtype) < 0) {
+    if (!t || kn_mpi_type_set_contents(t, MPI_COMBINER_RESIZED, 0, NULL, 2, a, 1, &oldtype) < 0) {
         if (t)
-            type_free_obj(t);
+            kn_mpi_type_free_obj(t);
         return kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
     }
     t->lb = lb;
     t->extent = extent;
     t->align = 1; /* an explicit extent is taken as given */
-    finish_flags(t);
-    return publish(t, newtype, __func__);
+    kn_mpi_type_finish(t);
+    return kn_mpi_type_publish(t, newtype, __func__);
 }
 
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
     KN_MPI_READY();
     int err;
-    kn_mpi_type_t *o = type_any(oldtype, __func__, &err);
+    kn_mpi_type_t *o = kn_mpi_type_any(oldtype, __func__, &err);
     if (!o)
         return err;
     NEWTYPE_CHECK(newtype);
     kn_mpi_type_t *t = type_clone(o);
-    if (!t || set_contents(t, MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, &oldtype) < 0) {
+    if (!t || kn_mpi_type_set_contents(t, MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, &oldtype) < 0) {
         if (t)
-            type_free_obj(t);
+            kn_mpi_type_free_obj(t);
         return kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
     }
     t->committed = o->committed;
-    if ((err = publish(t, newtype, __func__)) != MPI_SUCCESS)
+    if ((err = kn_mpi_type_publish(t, newtype, __func__)) != MPI_SUCCESS)
         return err;
     if ((err = kn_mpi_attrs_copy(KN_K_TYPE, oldtype, o->attrs, &t->attrs)) != MPI_SUCCESS) {
         MPI_Type_free(newtype);
@@ -1102,7 +531,7 @@ int MPI_Type_commit(MPI_Datatype *datatype)
     int err;
     if (!datatype)
         return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "datatype is NULL");
-    kn_mpi_type_t *t = type_any(*datatype, __func__, &err);
+    kn_mpi_type_t *t = kn_mpi_type_any(*datatype, __func__, &err);
     if (!t)
         return err;
     t->committed = 1; /* the layout was compiled at construction */
@@ -1115,7 +544,7 @@ int MPI_Type_free(MPI_Datatype *datatype)
     int err;
     if (!datatype)
         return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "datatype is NULL");
-    kn_mpi_type_t *t = type_any(*datatype, __func__, &err);
+    kn_mpi_type_t *t = kn_mpi_type_any(*datatype, __func__, &err);
     if (!t)
         return err;
     if (t->predefined)
@@ -1129,159 +558,7 @@ int MPI_Type_free(MPI_Datatype *datatype)
     return MPI_SUCCESS;
 }
 
-/* ------------------------------------------------------------- queries */
-
-#define TYPE_QUERY_START()                           \
-    KN_MPI_READY();                                  \
-    int err;                                         \
-    kn_mpi_type_t *t = type_any(datatype, __func__, &err); \
-    if (!t)                                          \
-        return err;
-
-int MPI_Type_size(MPI_Datatype datatype, int *size)
-{
-    TYPE_QUERY_START();
-    if (!size)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "size is NULL");
-    *size = t->size > 0x7fffffff ? MPI_UNDEFINED : (int)t->size;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
-{
-    TYPE_QUERY_START();
-    if (!size)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "size is NULL");
-    *size = (MPI_Count)t->size;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
-{
-    TYPE_QUERY_START();
-    if (!lb || !extent)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    *lb = t->lb;
-    *extent = t->extent;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
-{
-    TYPE_QUERY_START();
-    if (!lb || !extent)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    *lb = t->lb;
-    *extent = t->extent;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent)
-{
-    TYPE_QUERY_START();
-    if (!extent)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    *extent = t->extent;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement)
-{
-    TYPE_QUERY_START();
-    if (!displacement)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    *displacement = t->lb;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement)
-{
-    TYPE_QUERY_START();
-    if (!displacement)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    *displacement = t->lb + t->extent;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
-{
-    TYPE_QUERY_START();
-    if (!true_lb || !true_extent)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    *true_lb = t->true_lb;
-    *true_extent = t->true_ub - t->true_lb;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)
-{
-    TYPE_QUERY_START();
-    if (!true_lb || !true_extent)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    *true_lb = t->true_lb;
-    *true_extent = t->true_ub - t->true_lb;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes,
-                          int *combiner)
-{
-    TYPE_QUERY_START();
-    if (!num_integers || !num_addresses || !num_datatypes || !combiner)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    *num_integers = t->ni;
-    *num_addresses = t->na;
-    *num_datatypes = t->nt;
-    *combiner = t->combiner;
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
-                          int array_of_integers[], MPI_Aint array_of_addresses[],
-                          MPI_Datatype array_of_datatypes[])
-{
-    TYPE_QUERY_START();
-    if (t->predefined)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_TYPE, "%s is a predefined datatype", t->name);
-    if (max_integers < t->ni || max_addresses < t->na || max_datatypes < t->nt)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "arrays too small (need %d, %d, %d)", t->ni, t->na,
-                            t->nt);
-    if ((t->ni && !array_of_integers) || (t->na && !array_of_addresses) || (t->nt && !array_of_datatypes))
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL array");
-    if (t->ni)
-        memcpy(array_of_integers, t->ints, (size_t)t->ni * sizeof(int));
-    if (t->na)
-        memcpy(array_of_addresses, t->aints, (size_t)t->na * sizeof(MPI_Aint));
-    for (int i = 0; i < t->nt; i++) {
-        kn_mpi_type_t *c = kn_mpi_tbl_get(&kn_mpi.types, t->types[i]);
-        /* derived types come back as new references the caller frees */
-        if (c && !c->predefined) {
-            c->refs++;
-            c->urefs++;
-        }
-        array_of_datatypes[i] = t->types[i];
-    }
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
-{
-    TYPE_QUERY_START();
-    if (!type_name)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "type_name is NULL");
-    snprintf(t->name, sizeof(t->name), "%s", type_name);
-    return MPI_SUCCESS;
-}
-
-int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
-{
-    TYPE_QUERY_START();
-    if (!type_name || !resultlen)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "NULL argument");
-    snprintf(type_name, MPI_MAX_OBJECT_NAME, "%s", t->name);
-    *resultlen = (int)strlen(type_name);
-    return MPI_SUCCESS;
-}
+/* ------------------------------------------------------- match_size */
 
 int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
 {
@@ -1306,106 +583,82 @@ int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
     return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "no type of class %d has size %d", typeclass, size);
 }
 
-int MPI_Get_address(const void *location, MPI_Aint *address)
+/* ---------------------------------------------------------- external32 */
+
+static void x32_member(kn_x32_t *x, unsigned off, int parts, size_t nat, size_t ext, int cls)
 {
-    if (!address)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_ARG, "address is NULL");
-    *address = (MPI_Aint)(uintptr_t)location;
-    return MPI_SUCCESS;
+    x->m[x->n].off = (unsigned short)off;
+    x->m[x->n].parts = (unsigned char)parts;
+    x->m[x->n].nat = (unsigned char)nat;
+    x->m[x->n].ext = (unsigned char)ext;
+    x->m[x->n].cls = (unsigned char)cls;
+    x->n++;
 }
 
-int MPI_Address(void *location, MPI_Aint *address)
+int kn_mpi_x32(int idx, kn_x32_t *x)
 {
-    return MPI_Get_address(location, address);
-}
-
-MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp)
-{
-    return (MPI_Aint)((uintptr_t)base + (uintptr_t)disp);
-}
-
-MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2)
-{
-    return (MPI_Aint)((uintptr_t)addr1 - (uintptr_t)addr2);
-}
-
-/* --------------------------------------------------------- pack / unpack */
-
-int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
-             MPI_Comm comm)
-{
-    KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
-    kn_mpi_type_t *t = kn_mpi_type_arg(c, datatype, __func__, &err);
-    if (!t)
-        return err;
-    if (incount < 0)
-        return kn_mpi_error(c, __func__, MPI_ERR_COUNT, "incount %d is negative", incount);
-    if (!position || outsize < 0 || *position < 0)
-        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "invalid position or outsize");
-    if (kn_mpi_bad_buffer(inbuf, incount, t))
-        return kn_mpi_error(c, __func__, MPI_ERR_BUFFER, "inbuf is NULL with %d elements", incount);
-    size_t need = (size_t)incount * t->size;
-    if ((size_t)*position + need > (size_t)outsize)
-        return kn_mpi_error(c, __func__, MPI_ERR_TRUNCATE, "%zu bytes do not fit at position %d of %d", need,
-                            *position, outsize);
-    if (need && !outbuf)
-        return kn_mpi_error(c, __func__, MPI_ERR_BUFFER, "outbuf is NULL");
-    if (need)
-        kn_mpi_pack(t, inbuf, (size_t)incount, (char *)outbuf + *position);
-    *position += (int)need;
-    return MPI_SUCCESS;
-}
-
-int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype,
-               MPI_Comm comm)
-{
-    KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
-    kn_mpi_type_t *t = kn_mpi_type_arg(c, datatype, __func__, &err);
-    if (!t)
-        return err;
-    if (outcount < 0)
-        return kn_mpi_error(c, __func__, MPI_ERR_COUNT, "outcount %d is negative", outcount);
-    if (!position || insize < 0 || *position < 0)
-        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "invalid position or insize");
-    if (kn_mpi_bad_buffer(outbuf, outcount, t))
-        return kn_mpi_error(c, __func__, MPI_ERR_BUFFER, "outbuf is NULL with %d elements", outcount);
-    size_t need = (size_t)outcount * t->size;
-    if ((size_t)*position + need > (size_t)insize)
-        return kn_mpi_error(c, __func__, MPI_ERR_TRUNCATE, "%zu bytes wanted at position %d of %d", need,
-                            *position, insize);
-    if (need && !inbuf)
-        return kn_mpi_error(c, __func__, MPI_ERR_BUFFER, "inbuf is NULL");
-    if (need)
-        kn_mpi_unpack(t, (const char *)inbuf + *position, need, outbuf, (size_t)outcount);
-    *position += (int)need;
-    return MPI_SUCCESS;
-}
-
-int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
-{
-    KN_MPI_READY();
-    int err;
-    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, __func__, &err);
-    if (!c)
-        return err;
-    kn_mpi_type_t *t = kn_mpi_type_arg(c, datatype, __func__, &err);
-    if (!t)
-        return err;
-    if (incount < 0)
-        return kn_mpi_error(c, __func__, MPI_ERR_COUNT, "incount %d is negative", incount);
-    if (!size)
-        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "size is NULL");
-    size_t s = (size_t)incount * t->size;
-    if (s > 0x7fffffff)
-        return kn_mpi_error(c, __func__, MPI_ERR_VALUE_TOO_LARGE, "%zu bytes do not fit an int", s);
-    *size = (int)s;
-    return MPI_SUCCESS;
+    const size_t ld = sizeof(long double);
+    x->n = 0;
+    switch (idx) {
+    /* MPI-3.1 table 13.2: the sizes are fixed whatever the native ones */
+    case I_CHAR: case I_UNSIGNED_CHAR: case I_BYTE: case I_PACKED: case I_CHARACTER: case I_UINT8:
+    case I_C_BOOL: case I_CXX_BOOL:
+        x32_member(x, 0, 1, 1, 1, KN_X32_UINT); break;
+    case I_SIGNED_CHAR: case I_INT8: case I_INTEGER1:
+        x32_member(x, 0, 1, 1, 1, KN_X32_SINT); break;
+    case I_SHORT: case I_INT16: case I_INTEGER2:
+        x32_member(x, 0, 1, 2, 2, KN_X32_SINT); break;
+    case I_UNSIGNED_SHORT: case I_UINT16:
+        x32_member(x, 0, 1, 2, 2, KN_X32_UINT); break;
+    case I_INT: case I_INT32: case I_INTEGER: case I_INTEGER4: case I_LOGICAL:
+        x32_member(x, 0, 1, 4, 4, KN_X32_SINT); break;
+    case I_UNSIGNED: case I_UINT32:
+        x32_member(x, 0, 1, 4, 4, KN_X32_UINT); break;
+    case I_WCHAR:
+        x32_member(x, 0, 1, sizeof(wchar_t), 4, KN_X32_UINT); break;
+    case I_LONG:
+        x32_member(x, 0, 1, sizeof(long), 4, KN_X32_SINT); break;
+    case I_UNSIGNED_LONG:
+        x32_member(x, 0, 1, sizeof(long), 4, KN_X32_UINT); break;
+    case I_LONG_LONG: case I_INT64: case I_INTEGER8: case I_OFFSET: case I_COUNT:
+        x32_member(x, 0, 1, 8, 8, KN_X32_SINT); break;
+    case I_AINT:
+        x32_member(x, 0, 1, sizeof(MPI_Aint), 8, KN_X32_SINT); break;
+    case I_ULL: case I_UINT64:
+        x32_member(x, 0, 1, 8, 8, KN_X32_UINT); break;
+    case I_FLOAT: case I_REAL: case I_REAL4:
+        x32_member(x, 0, 1, 4, 4, KN_X32_FLOAT); break;
+    case I_DOUBLE: case I_DP: case I_REAL8:
+        x32_member(x, 0, 1, 8, 8, KN_X32_FLOAT); break;
+    case I_LONG_DOUBLE:
+        x32_member(x, 0, 1, ld, 16, KN_X32_LDOUBLE); break;
+    case I_FC: case I_COMPLEX: case I_CXX_FC:
+        x32_member(x, 0, 2, 4, 4, KN_X32_FLOAT); break;
+    case I_DC: case I_DCOMPLEX: case I_CXX_DC:
+        x32_member(x, 0, 2, 8, 8, KN_X32_FLOAT); break;
+    case I_LDC: case I_CXX_LDC:
+        x32_member(x, 0, 2, ld, 16, KN_X32_LDOUBLE); break;
+    case I_FLOAT_INT: case I_2REAL:
+        x32_member(x, 0, 1, 4, 4, KN_X32_FLOAT); break;
+    case I_DOUBLE_INT: case I_2DP:
+        x32_member(x, 0, 1, 8, 8, KN_X32_FLOAT); break;
+    case I_LONG_INT:
+        x32_member(x, 0, 1, sizeof(long), 4, KN_X32_SINT); break;
+    case I_2INT: case I_2INTEGER:
+        x32_member(x, 0, 1, 4, 4, KN_X32_SINT); break;
+    case I_SHORT_INT:
+        x32_member(x, 0, 1, sizeof(short), 2, KN_X32_SINT); break;
+    case I_LDI:
+        x32_member(x, 0, 1, ld, 16, KN_X32_LDOUBLE); break;
+    default:
+        return -1;
+    }
+    const predef_t *p = &predefs[idx];
+    if (p->size2) /* the second member of a pair: int, or the first's type */
+        x32_member(x, (unsigned)p->off2, 1, p->size2, p->size2,
+                   idx == I_2REAL || idx == I_2DP ? KN_X32_FLOAT : KN_X32_SINT);
+    for (int i = 0; i < x->n; i++)
+        if (x->m[i].cls == KN_X32_LDOUBLE && LDBL_MANT_DIG != 64 && LDBL_MANT_DIG != 113)
+            return -1;
+    return 0;
 }

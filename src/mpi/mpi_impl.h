@@ -102,20 +102,9 @@ typedef struct kn_mpi_comm {
     char name[MPI_MAX_OBJECT_NAME];
 } kn_mpi_comm_t;
 
-/* One run of the flattened layout: count blocks of blen bytes, at disp,
- * disp + stride, ...  (typemap order). */
-typedef struct kn_seg {
-    MPI_Aint disp;
-    size_t blen;
-    size_t count;
-    MPI_Aint stride;
-} kn_seg_t;
-
-/* A run of basic elements in typemap order (for MPI_Get_elements). */
-typedef struct kn_run {
-    size_t bytes;
-    size_t esize;
-} kn_run_t;
+/* A layout description: a tree of nodes (dtype_int.h), O(nesting depth)
+ * for the regular constructors whatever their counts. */
+struct kn_dl;
 
 typedef struct kn_mpi_type {
     MPI_Datatype handle;
@@ -126,10 +115,8 @@ typedef struct kn_mpi_type {
     MPI_Aint lb, extent, true_lb, true_ub;
     size_t align;         /* for struct extents (C struct padding) */
     int contig;           /* count elements are size*count bytes from buf + true_lb */
-    int nseg;
-    kn_seg_t *seg;
-    int nrun;
-    kn_run_t *run;
+    int onerun;           /* one element is one run of size bytes at true_lb */
+    struct kn_dl *dl;     /* the layout of one element (a reference) */
     size_t nelem;         /* basic elements per element */
     int prim;             /* predefined type index every element is made of, or 0 */
     int kdt;              /* knit_dtype_t of prim, or -1 */
@@ -293,13 +280,20 @@ void kn_mpi_unpack(const kn_mpi_type_t *t, const void *in, size_t nbytes, void *
 /* The layout of count elements at buf, block by block in typemap order
  * (one-sided operations walk both sides with it): kn_mpi_tcur_next gives
  * the next contiguous block's address and length, 0 at the end.  Blocks
- * of one segment may touch; nothing is merged. */
+ * may touch; nothing is merged beyond what the type's construction merged.
+ * The cursor walks the type's description with a stack of one frame per
+ * level (no allocation, O(depth) memory). */
+#define KN_MPI_TCUR_DEPTH 64
 typedef struct kn_mpi_tcur {
     const kn_mpi_type_t *t;
     const char *elem;     /* the current element */
     size_t k, count;      /* element index, elements */
-    int i;                /* segment */
-    size_t j;             /* block within the segment */
+    int sp;               /* frames in use */
+    struct {
+        const struct kn_dl *n;
+        const char *base;
+        size_t i, j;      /* block, copy within the block */
+    } st[KN_MPI_TCUR_DEPTH];
 } kn_mpi_tcur_t;
 void kn_mpi_tcur_init(kn_mpi_tcur_t *c, const kn_mpi_type_t *t, const void *buf, size_t count);
 size_t kn_mpi_tcur_next(kn_mpi_tcur_t *c, char **addr);
@@ -312,11 +306,14 @@ int kn_mpi_type_strided(const kn_mpi_type_t *t, size_t count, MPI_Aint *first, i
 /* Basic elements in the first nbytes of the layout; -1 if nbytes ends
  * inside an element. */
 MPI_Count kn_mpi_type_elements(const kn_mpi_type_t *t, size_t nbytes);
+/* Bytes of the layout that hold its first count basic elements (for
+ * MPI_Status_set_elements). */
+MPI_Count kn_mpi_type_elem_bytes(const kn_mpi_type_t *t, MPI_Count count);
 /* Whether count elements of t are one run of bytes at buf + true_lb (sent,
  * received, moved by collectives in place, without packing). */
 static inline int kn_mpi_type_dense(const kn_mpi_type_t *t, size_t count)
 {
-    return t->contig || (count <= 1 && t->nseg <= 1 && (t->nseg == 0 || t->seg[0].count == 1));
+    return t->contig || (count <= 1 && t->onerun);
 }
 /* The buffer argument check shared by every call: NULL with data is an
  * error unless the layout is absolute (MPI_BOTTOM). */

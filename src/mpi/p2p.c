@@ -1424,14 +1424,8 @@ int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Cou
         status->kn_bytes = 0;
         return MPI_SUCCESS;
     }
-    /* whole elements of the type, then basic elements along the runs */
-    MPI_Count bytes = count / (MPI_Count)t->nelem * (MPI_Count)t->size, rem = count % (MPI_Count)t->nelem;
-    for (int i = 0; i < t->nrun && rem > 0; i++) {
-        MPI_Count n = (MPI_Count)(t->run[i].bytes / t->run[i].esize);
-        MPI_Count k = rem < n ? rem : n;
-        bytes += k * (MPI_Count)t->run[i].esize;
-        rem -= k;
-    }
+    /* whole elements of the type, then basic elements along the typemap */
+    MPI_Count bytes = kn_mpi_type_elem_bytes(t, count);
     status->kn_bytes = bytes;
     return MPI_SUCCESS;
 }

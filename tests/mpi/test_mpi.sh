@@ -22,7 +22,7 @@ if [ $? -ne 0 ]; then
     fi
 fi
 
-for prog in env errors order persist dtype comm attr bsend mprobe cancel modes suite_style win; do
+for prog in env errors order persist dtype dtype_big comm attr bsend mprobe cancel modes suite_style win; do
     for np in 1 2 3 4 8; do
         job "$prog.n$np" "$np" 1 "mpi_$prog"
     done
