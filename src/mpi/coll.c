@@ -637,6 +637,13 @@ static kn_mpi_comm_t *comm_arg(MPI_Comm comm, MPI_Request *req, int nb, const ch
     kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, fn, err);
     if (!c)
         return NULL;
+    if (c->inter) { /* the blocking forms go to inter.c: the caller looks */
+        if (nb)
+            *err = kn_mpi_error(c, fn, MPI_ERR_UNSUPPORTED_OPERATION,
+                                "nonblocking collectives on intercommunicators are not implemented "
+                                "(use the blocking form)");
+        return nb ? NULL : c;
+    }
     if (!c->kc) {
         *err = kn_mpi_error(c, fn, MPI_ERR_INTERN, "%s has no native communicator", kn_mpi_comm_label(c));
         return NULL;
@@ -653,9 +660,8 @@ static int root_arg(kn_mpi_comm_t *c, int root, const char *fn)
     if (root >= 0 && root < c->size)
         return MPI_SUCCESS;
     if (root == MPI_ROOT || root == MPI_PROC_NULL)
-        return kn_mpi_error(c, fn, MPI_ERR_ROOT,
-                            "root %s belongs to intercommunicators, which knit does not support",
-                            root == MPI_ROOT ? "MPI_ROOT" : "MPI_PROC_NULL");
+        return kn_mpi_error(c, fn, MPI_ERR_ROOT, "root %s belongs to intercommunicators; %s is an intracommunicator",
+                            root == MPI_ROOT ? "MPI_ROOT" : "MPI_PROC_NULL", kn_mpi_comm_label(c));
     return kn_mpi_error(c, fn, MPI_ERR_ROOT, "root %d not in [0, %d) of %s", root, c->size, kn_mpi_comm_label(c));
 }
 
@@ -715,6 +721,8 @@ static int barrier(MPI_Comm comm, MPI_Request *req, int nb, const char *fn)
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        return kn_mpi_inter_barrier(c, fn);
     cst_t local, *s;
     TRY(st_open(c, req, &local, &s, fn));
     return st_run(s, BLOCKING(s) ? knit_barrier(c->kc) : knit_ibarrier(c->kc, &s->cr));
@@ -742,6 +750,8 @@ static int bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        return kn_mpi_inter_bcast(c, buf, count, dt, root, fn);
     TRY(root_arg(c, root, fn));
     TRY(buf_arg(c, buf, count, dt, &t, "", fn));
     cst_t local, *s;
@@ -774,7 +784,8 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 
 /* ------------------------------------------------- gather, scatter, all* */
 
-enum { K_GATHER, K_SCATTER, K_ALLGATHER, K_ALLTOALL };
+enum { K_GATHER = KN_IC_GATHER, K_SCATTER = KN_IC_SCATTER, K_ALLGATHER = KN_IC_ALLGATHER,
+       K_ALLTOALL = KN_IC_ALLTOALL };
 
 /* Gather, scatter, allgather, alltoall: equal blocks.  The "many" side
  * (size blocks) is the receive side but for scatter, where it is the
@@ -786,6 +797,8 @@ static int blocks_eq(int kind, const void *sb, int sc, MPI_Datatype sdt, void *r
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter) /* K_GATHER .. K_ALLTOALL are KN_IC_GATHER .. KN_IC_ALLTOALL */
+        return kn_mpi_inter_blocks(c, kind, sb, NULL, NULL, sc, sdt, rb, NULL, NULL, rc, rdt, root, fn);
     int scatter = kind == K_SCATTER, rooted = kind == K_GATHER || scatter;
     if (rooted)
         TRY(root_arg(c, root, fn));
@@ -940,6 +953,9 @@ static int blocks_v(int kind, const void *sb, const int *scs, const int *sdispls
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        return kn_mpi_inter_blocks(c, KN_IC_GATHERV + kind, sb, scs, sdispls, sc, sdt, rb, rcs, rdispls, rc, rdt,
+                                   root, fn);
     int vsend = kind == K_SCATTERV, rooted = kind != K_ALLGATHERV;
     if (rooted)
         TRY(root_arg(c, root, fn));
@@ -1067,6 +1083,8 @@ static int alltoallvw(const void *sb, const int *scs, const int *sds, const MPI_
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        return kn_mpi_inter_alltoallvw(c, sb, scs, sds, sdts, rb, rcs, rds, rdts, w, fn);
     int p = c->size, inplace = IS_IN_PLACE(sb);
     if (IS_IN_PLACE(rb))
         return kn_mpi_error(c, fn, MPI_ERR_ARG, "MPI_IN_PLACE is not allowed as the receive buffer");
@@ -1158,9 +1176,20 @@ static int reduction(int kind, const void *sb, void *rb, int count, const int *r
                      int root, MPI_Comm comm, MPI_Request *req, int nb, const char *fn)
 {
     int err;
+    kn_mpi_comm_t *ic = kn_mpi_comm(comm);
+    if (ic && ic->inter && (kind == K_SCAN || kind == K_EXSCAN))
+        return kn_mpi_error(ic, fn, MPI_ERR_COMM, "%s is an intercommunicator: scans are for intracommunicators",
+                            kn_mpi_comm_label(ic));
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        return kn_mpi_inter_reduction(c,
+                                      kind == K_REDUCE      ? KN_IC_REDUCE
+                                      : kind == K_ALLREDUCE ? KN_IC_ALLREDUCE
+                                      : kind == K_RS_BLOCK  ? KN_IC_RS_BLOCK
+                                                            : KN_IC_RS,
+                                      sb, rb, count, rcs, dt, op, root, fn);
     if (kind == K_REDUCE)
         TRY(root_arg(c, root, fn));
     int me = c->rank, p = c->size;

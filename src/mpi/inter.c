@@ -1,0 +1,885 @@
+/*
+ * Intercommunicators (MPI-3.1 6.6) and their collectives (5.2.2).
+ *
+ * An intercommunicator is a kn_mpi_comm_t whose size, ranks and job2comm
+ * are the REMOTE group's, so point-to-point (p2p.c) addresses the remote
+ * group unchanged: a message goes to ranks[dest] on the intercommunicator's
+ * context id, and a received message's source maps back through job2comm
+ * to a remote rank (the groups are disjoint, so nothing else sends on that
+ * id).  rank is this process's rank in the local group.  Its inter part:
+ *   local   an intracommunicator of the local group with its own context
+ *           id: MPI_Comm_size/group, the local half of the collectives
+ *   bridge  a hidden communicator shaped like the intercommunicator (the
+ *           remote ranks) on ctx_id | KNIT_COLL_CTX_BIT, a context no
+ *           native communicator uses (the intercommunicator has none): the
+ *           collectives' traffic between the groups, which the program's
+ *           messages never match
+ * Both return errors (MPI_ERRORS_RETURN); a failure inside a call is
+ * raised on the intercommunicator.
+ *
+ * Creation (Intercomm_create; dup, split, create and merge of an
+ * intercommunicator) is one protocol: the local group ANDs its members'
+ * free context-id masks and gathers its members' entries (comm.c's
+ * exchanges on the local context), the two leaders swap what their group
+ * gathered (peer_comm's internal context and the program's tag for
+ * Intercomm_create, the intercommunicator's internal context after), and
+ * each leader broadcasts the other side's answer in its group.  Both sides
+ * then hold both masks: the new intercommunicator's id is the first free at
+ * every member of both groups, its local intracommunicator's the first
+ * other id free in the local group.  Split and create give every colour the
+ * same ids, as comm.c's split does: the colours' members are disjoint.
+ *
+ * The collectives are blocking: point-to-point on the bridge between the
+ * groups and collectives on the local intracommunicators.  Rooted ones go
+ * straight between the root and each remote process (gather, scatter) or
+ * through the remote group's rank 0 (bcast, reduce); the all-to-all kinds
+ * send every remote process its block; allreduce and reduce-scatter reduce
+ * in each group, swap the results between the leaders and spread them in
+ * the group.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/mpi_impl.h"
+
+struct kn_mpi_inter {
+    kn_mpi_comm_t *local;
+    kn_mpi_comm_t *bridge;
+};
+
+#define NW (KN_MPI_CTX_MAX / 32)
+#define TAG_COLL 0 /* on the bridge, which carries nothing else */
+
+kn_mpi_comm_t *kn_mpi_inter_local(kn_mpi_comm_t *c)
+{
+    return c->inter->local;
+}
+
+/* ------------------------------------------------------------ objects */
+
+/* A communicator over the remote job ranks rranks[0..rn) with context id
+ * ctx, this process being rank lrank of the local group. */
+static int remote_new(const int *rranks, int rn, uint32_t ctx, int lrank, MPI_Errhandler errh,
+                      kn_mpi_comm_t **out)
+{
+    kn_mpi_comm_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return MPI_ERR_NO_MEM;
+    c->ranks = malloc(((size_t)rn + 1) * sizeof(int));
+    c->job2comm = malloc((size_t)kn_mpi.size * sizeof(int));
+    int h = c->ranks && c->job2comm ? kn_mpi_tbl_add(&kn_mpi.comms, c, -1) : -1;
+    if (h < 0) {
+        free(c->ranks);
+        free(c->job2comm);
+        free(c);
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(c->ranks, rranks, (size_t)rn * sizeof(int));
+    for (int i = 0; i < kn_mpi.size; i++)
+        c->job2comm[i] = -1;
+    for (int i = 0; i < rn; i++)
+        c->job2comm[rranks[i]] = i;
+    c->handle = h;
+    c->size = rn;
+    c->rank = lrank;
+    c->ctx_id = ctx;
+    c->info = MPI_INFO_NULL;
+    c->refs = 1;
+    c->errh = errh;
+    kn_mpi_errh_retain(errh);
+    if (ctx < KN_MPI_CTX_MAX)
+        kn_mpi.ctx_used[ctx / 32] |= 1u << (ctx % 32);
+    *out = c;
+    return MPI_SUCCESS;
+}
+
+/* A new intercommunicator: local group lranks[0..ln) (with this process)
+ * on id lid, remote group rranks[0..rn) on id id. */
+static int inter_new(const int *lranks, int ln, uint32_t lid, const int *rranks, int rn, uint32_t id,
+                     MPI_Errhandler errh, MPI_Comm *out)
+{
+    kn_mpi_inter_t *in = calloc(1, sizeof(*in));
+    if (!in)
+        return MPI_ERR_NO_MEM;
+    kn_mpi_comm_t *c = NULL;
+    int err = kn_mpi_comm_make(lranks, ln, lid, MPI_ERRORS_RETURN, &in->local);
+    if (err == MPI_SUCCESS)
+        err = remote_new(rranks, rn, id | KNIT_COLL_CTX_BIT, in->local->rank, MPI_ERRORS_RETURN, &in->bridge);
+    if (err == MPI_SUCCESS)
+        err = remote_new(rranks, rn, id, in->local->rank, errh, &c);
+    if (err != MPI_SUCCESS) {
+        if (in->bridge)
+            kn_mpi_comm_destroy(in->bridge);
+        if (in->local)
+            kn_mpi_comm_destroy(in->local);
+        free(in);
+        return err;
+    }
+    snprintf(in->local->name, sizeof(in->local->name), "the local group of an intercommunicator");
+    snprintf(in->bridge->name, sizeof(in->bridge->name), "the collectives' link of an intercommunicator");
+    c->inter = in;
+    *out = c->handle;
+    return MPI_SUCCESS;
+}
+
+void kn_mpi_inter_destroy(kn_mpi_comm_t *c)
+{
+    kn_mpi_inter_t *in = c->inter;
+    c->inter = NULL;
+    in->local->freed = in->bridge->freed = 1;
+    kn_mpi_comm_unref(in->local);
+    kn_mpi_comm_unref(in->bridge);
+    free(in);
+}
+
+/* ----------------------------------------------------- creation protocol */
+
+/* One member's entry: its job rank, and for split its colour and key. */
+typedef struct ent {
+    int job, color, key, idx;
+} ent_t;
+
+/* What a leader sends the other: its group's mask, a value (merge: high)
+ * and its members' entries. */
+typedef struct side {
+    uint32_t mask[NW];
+    int32_t n, val;
+    ent_t ent[];
+} side_t;
+
+/* Where the leaders meet. */
+typedef struct link {
+    uint32_t ctx;
+    int tag, peer; /* peer: the other leader's job rank */
+} link_t;
+
+/* Swap blobs with the other leader (theirs: malloc'd). */
+static int swap(const link_t *l, const void *mine, size_t len, void **theirs, size_t *tlen)
+{
+    knit_request_t *kr;
+    knit_status_t st = knit_isend(kn_mpi.ctx, mine, len, l->peer, l->tag, l->ctx, &kr);
+    if (st != KNIT_OK)
+        return kn_mpi_class_of(st);
+    knit_msg_status_t ks;
+    void *buf = NULL;
+    st = knit_probe(kn_mpi.ctx, l->peer, l->tag, l->ctx, &ks);
+    if (st == KNIT_OK && !(buf = malloc(ks.length ? ks.length : 1)))
+        st = KNIT_ERR_NOMEM;
+    if (st == KNIT_OK)
+        st = knit_recv(kn_mpi.ctx, buf, ks.length, l->peer, l->tag, l->ctx, NULL);
+    knit_status_t ss = knit_wait(&kr, NULL);
+    if (st == KNIT_OK)
+        st = ss;
+    if (st != KNIT_OK) {
+        free(buf);
+        return kn_mpi_class_of(st);
+    }
+    *theirs = buf;
+    *tlen = ks.length;
+    return MPI_SUCCESS;
+}
+
+/* The protocol over the local group lx (leader: its member that meets the
+ * other; l: where, significant at the leader): mine is this member's
+ * entry, val the group's value.  Out: the local mask (*lmask), the local
+ * entries (*lents, malloc'd, lx->n of them) and the other side's record
+ * (*rs, malloc'd).  A failure anywhere fails it at every member of the
+ * group. */
+static int agree(const kn_mpi_xset_t *lx, int leader, const link_t *l, const ent_t *mine, int val, uint32_t *lmask,
+                 ent_t **lents, side_t **rs)
+{
+    size_t mylen = sizeof(side_t) + (size_t)lx->n * sizeof(ent_t);
+    side_t *me = calloc(1, mylen);
+    ent_t *all = malloc((size_t)lx->n * sizeof(ent_t));
+    void *theirs = NULL;
+    uint64_t tlen = 0;
+    int err = me && all ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    for (int i = 0; me && i < NW; i++)
+        me->mask[i] = ~kn_mpi.ctx_used[i];
+    if (err == MPI_SUCCESS)
+        err = kn_mpi_xallreduce_and(lx, me->mask, NW);
+    if (err == MPI_SUCCESS)
+        err = kn_mpi_xallgather(lx, mine, sizeof(*mine), all);
+    if (err != MPI_SUCCESS) /* every member fails here alike */
+        goto out;
+    if (lx->me == leader) {
+        me->n = lx->n;
+        me->val = val;
+        memcpy(me->ent, all, (size_t)lx->n * sizeof(ent_t));
+        size_t got = 0;
+        if (swap(l, me, mylen, &theirs, &got) != MPI_SUCCESS || got < sizeof(side_t) ||
+            got != sizeof(side_t) + (size_t)((side_t *)theirs)->n * sizeof(ent_t) || ((side_t *)theirs)->n <= 0) {
+            free(theirs);
+            theirs = NULL;
+            got = 0; /* tells the group it failed */
+        }
+        tlen = got;
+        if (leader != 0) { /* the leader hands it to member 0, which broadcasts */
+            knit_status_t st = knit_send(kn_mpi.ctx, &tlen, sizeof(tlen), lx->ranks[0], lx->tag, lx->ctx);
+            if (st == KNIT_OK && tlen)
+                st = knit_send(kn_mpi.ctx, theirs, tlen, lx->ranks[0], lx->tag, lx->ctx);
+            if (st != KNIT_OK)
+                err = kn_mpi_class_of(st);
+        }
+    } else if (lx->me == 0) {
+        knit_status_t st = knit_recv(kn_mpi.ctx, &tlen, sizeof(tlen), lx->ranks[leader], lx->tag, lx->ctx, NULL);
+        if (st == KNIT_OK && tlen && !(theirs = malloc(tlen)))
+            st = KNIT_ERR_NOMEM; /* the leader's message is not taken: the job is failing anyway */
+        if (st == KNIT_OK && tlen)
+            st = knit_recv(kn_mpi.ctx, theirs, tlen, lx->ranks[leader], lx->tag, lx->ctx, NULL);
+        if (st != KNIT_OK) {
+            err = kn_mpi_class_of(st);
+            tlen = 0;
+        }
+    }
+    if (err == MPI_SUCCESS || lx->me == 0) {
+        int e = kn_mpi_xbcast(lx, &tlen, sizeof(tlen));
+        if (e == MPI_SUCCESS && tlen && !theirs && !(theirs = malloc(tlen)))
+            e = MPI_ERR_NO_MEM;
+        if (e == MPI_SUCCESS && tlen)
+            e = kn_mpi_xbcast(lx, theirs, tlen);
+        if (err == MPI_SUCCESS)
+            err = e;
+    }
+    if (err == MPI_SUCCESS && !tlen)
+        err = MPI_ERR_OTHER; /* the leaders' exchange failed */
+out:
+    if (err == MPI_SUCCESS) {
+        memcpy(lmask, me->mask, sizeof(me->mask));
+        *lents = all;
+        *rs = theirs;
+        all = NULL;
+        theirs = NULL;
+    }
+    free(me);
+    free(all);
+    free(theirs);
+    return err;
+}
+
+/* The new intercommunicator's id (free at both groups) and its local
+ * intracommunicator's (free in the local group, another). */
+static int pick_ids(const uint32_t *lmask, const uint32_t *rmask, uint32_t *id, uint32_t *lid)
+{
+    int have = 0;
+    for (int i = 0; i < NW && !have; i++)
+        if (lmask[i] & rmask[i]) {
+            *id = (uint32_t)i * 32 + (uint32_t)__builtin_ctz(lmask[i] & rmask[i]);
+            have = 1;
+        }
+    for (int i = 0; i < NW && have == 1; i++) {
+        uint32_t m = lmask[i];
+        if (*id / 32 == (uint32_t)i)
+            m &= ~(1u << (*id % 32));
+        if (m) {
+            *lid = (uint32_t)i * 32 + (uint32_t)__builtin_ctz(m);
+            have = 2;
+        }
+    }
+    return have == 2 ? MPI_SUCCESS : MPI_ERR_INTERN; /* every id in use somewhere */
+}
+
+/* The protocol on an existing intercommunicator (leaders: local rank 0). */
+static int agree_on(kn_mpi_comm_t *c, const ent_t *mine, int val, uint32_t *lmask, ent_t **lents, side_t **rs)
+{
+    kn_mpi_xset_t lx = kn_mpi_xset_of(c->inter->local);
+    link_t l = {c->ctx_id | KN_MPI_CTX_INTERNAL, KN_MPI_TAG_INTERNAL, c->ranks[0]};
+    return agree(&lx, 0, &l, mine, val, lmask, lents, rs);
+}
+
+static ent_t my_ent(kn_mpi_comm_t *local, int color, int key)
+{
+    ent_t e = {kn_mpi.rank, color, key, local->rank};
+    return e;
+}
+
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
+                         MPI_Comm *newintercomm)
+{
+    KN_MPI_READY();
+    KN_MPI_COMM_ARG(lc, local_comm);
+    const char *fn = __func__;
+    if (lc->inter)
+        return kn_mpi_error(lc, fn, MPI_ERR_COMM, "local_comm %s is an intercommunicator", kn_mpi_comm_label(lc));
+    if (!newintercomm)
+        return kn_mpi_error(lc, fn, MPI_ERR_ARG, "newintercomm is NULL");
+    if (local_leader < 0 || local_leader >= lc->size)
+        return kn_mpi_error(lc, fn, MPI_ERR_RANK, "local_leader %d not in [0, %d) of %s", local_leader, lc->size,
+                            kn_mpi_comm_label(lc));
+    if (tag < 0 || tag > KN_MPI_TAG_UB)
+        return kn_mpi_error(lc, fn, MPI_ERR_TAG, "tag %d not in [0, MPI_TAG_UB=%d]", tag, KN_MPI_TAG_UB);
+    link_t l = {0, tag, -1};
+    if (lc->rank == local_leader) { /* peer_comm and remote_leader matter at the leader only */
+        kn_mpi_comm_t *pc = kn_mpi_comm(peer_comm);
+        if (!pc)
+            return kn_mpi_error(lc, fn, MPI_ERR_COMM, "peer_comm is %s",
+                                peer_comm == MPI_COMM_NULL ? "MPI_COMM_NULL" : "not a valid communicator handle");
+        if (pc->inter)
+            return kn_mpi_error(lc, fn, MPI_ERR_COMM, "peer_comm %s is an intercommunicator",
+                                kn_mpi_comm_label(pc));
+        if (remote_leader < 0 || remote_leader >= pc->size)
+            return kn_mpi_error(lc, fn, MPI_ERR_RANK, "remote_leader %d not in [0, %d) of %s", remote_leader,
+                                pc->size, kn_mpi_comm_label(pc));
+        if (lc->job2comm[pc->ranks[remote_leader]] >= 0)
+            return kn_mpi_error(lc, fn, MPI_ERR_RANK,
+                                "remote_leader %d of %s is in the local group (the groups must be disjoint)",
+                                remote_leader, kn_mpi_comm_label(pc));
+        l.ctx = pc->ctx_id | KN_MPI_CTX_INTERNAL;
+        l.peer = pc->ranks[remote_leader];
+    }
+    kn_mpi_xset_t lx = kn_mpi_xset_of(lc);
+    ent_t mine = my_ent(lc, 0, 0), *lents;
+    uint32_t lmask[NW], id, lid;
+    side_t *rs;
+    int err = agree(&lx, local_leader, &l, &mine, 0, lmask, &lents, &rs);
+    if (err != MPI_SUCCESS)
+        return kn_mpi_error(lc, fn, err, "the exchange between the groups failed");
+    int *rr = malloc((size_t)rs->n * sizeof(int));
+    if (!rr)
+        err = MPI_ERR_NO_MEM;
+    for (int i = 0; rr && i < rs->n; i++) {
+        rr[i] = rs->ent[i].job;
+        if (rr[i] < 0 || rr[i] >= kn_mpi.size || lc->job2comm[rr[i]] >= 0)
+            err = MPI_ERR_COMM; /* both sides see it */
+    }
+    if (err == MPI_SUCCESS)
+        err = pick_ids(lmask, rs->mask, &id, &lid);
+    if (err == MPI_SUCCESS)
+        err = inter_new(lc->ranks, lc->size, lid, rr, rs->n, id, lc->errh, newintercomm);
+    free(rr);
+    free(lents);
+    free(rs);
+    if (err == MPI_ERR_COMM)
+        return kn_mpi_error(lc, fn, err, "the two groups share a process (they must be disjoint)");
+    return err == MPI_SUCCESS ? err : kn_mpi_error(lc, fn, err, "cannot create the intercommunicator");
+}
+
+int kn_mpi_inter_dup(kn_mpi_comm_t *c, MPI_Comm *newcomm, const char *fn)
+{
+    kn_mpi_comm_t *lc = c->inter->local;
+    ent_t mine = my_ent(lc, 0, 0), *lents;
+    uint32_t lmask[NW], id, lid;
+    side_t *rs;
+    int err = agree_on(c, &mine, 0, lmask, &lents, &rs);
+    if (err != MPI_SUCCESS)
+        return kn_mpi_error(c, fn, err, "the exchange between the groups failed");
+    err = pick_ids(lmask, rs->mask, &id, &lid);
+    if (err == MPI_SUCCESS)
+        err = inter_new(lc->ranks, lc->size, lid, c->ranks, c->size, id, c->errh, newcomm);
+    free(lents);
+    free(rs);
+    return err == MPI_SUCCESS ? err : kn_mpi_error(c, fn, err, "cannot create the intercommunicator");
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+    const ent_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The job ranks of the entries of colour color, ordered by key then rank. */
+static int pick(ent_t *e, int n, int color, int *out)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (e[i].color == color)
+            e[k++] = e[i];
+    qsort(e, (size_t)k, sizeof(*e), ent_cmp);
+    for (int i = 0; i < k; i++)
+        out[i] = e[i].job;
+    return k;
+}
+
+static int split_common(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, const char *fn)
+{
+    kn_mpi_comm_t *lc = c->inter->local;
+    ent_t mine = my_ent(lc, color, key), *lents;
+    uint32_t lmask[NW], id, lid;
+    side_t *rs;
+    int err = agree_on(c, &mine, 0, lmask, &lents, &rs);
+    if (err != MPI_SUCCESS)
+        return kn_mpi_error(c, fn, err, "the exchange between the groups failed");
+    int *lr = malloc((size_t)lc->size * sizeof(int)), *rr = malloc((size_t)rs->n * sizeof(int));
+    err = lr && rr ? pick_ids(lmask, rs->mask, &id, &lid) : MPI_ERR_NO_MEM;
+    *newcomm = MPI_COMM_NULL;
+    if (err == MPI_SUCCESS && color != MPI_UNDEFINED) {
+        int ln = pick(lents, lc->size, color, lr);
+        int rn = pick(rs->ent, rs->n, color, rr);
+        if (rn > 0) /* no remote process of this colour: MPI_COMM_NULL */
+            err = inter_new(lr, ln, lid, rr, rn, id, c->errh, newcomm);
+    }
+    free(lr);
+    free(rr);
+    free(lents);
+    free(rs);
+    return err == MPI_SUCCESS ? err : kn_mpi_error(c, fn, err, "cannot create the intercommunicator");
+}
+
+int kn_mpi_inter_split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, const char *fn)
+{
+    if (color < 0 && color != MPI_UNDEFINED)
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "color %d is negative", color);
+    if (!newcomm)
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "newcomm is NULL");
+    return split_common(c, color, key, newcomm, fn);
+}
+
+/* MPI_Comm_create: the group is part of the local group; the new
+ * intercommunicator joins it with the group the other side gave. */
+int kn_mpi_inter_create(kn_mpi_comm_t *c, const int *granks, int gn, MPI_Comm *newcomm, const char *fn)
+{
+    kn_mpi_comm_t *lc = c->inter->local;
+    int me = -1;
+    for (int i = 0; i < gn; i++) {
+        if (lc->job2comm[granks[i]] < 0)
+            return kn_mpi_error(c, fn, MPI_ERR_GROUP, "the group has a process outside the local group of %s",
+                                kn_mpi_comm_label(c));
+        if (granks[i] == kn_mpi.rank)
+            me = i;
+    }
+    return split_common(c, me < 0 ? MPI_UNDEFINED : 0, me, newcomm, fn);
+}
+
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    KN_MPI_READY();
+    KN_MPI_COMM_ARG(c, intercomm);
+    const char *fn = __func__;
+    if (!c->inter)
+        return kn_mpi_error(c, fn, MPI_ERR_COMM, "%s is not an intercommunicator", kn_mpi_comm_label(c));
+    if (!newintracomm)
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "newintracomm is NULL");
+    kn_mpi_comm_t *lc = c->inter->local;
+    ent_t mine = my_ent(lc, 0, 0), *lents;
+    uint32_t lmask[NW], id, lid;
+    side_t *rs;
+    int err = agree_on(c, &mine, high != 0, lmask, &lents, &rs);
+    if (err != MPI_SUCCESS)
+        return kn_mpi_error(c, fn, err, "the exchange between the groups failed");
+    err = pick_ids(lmask, rs->mask, &id, &lid);
+    int n = lc->size + c->size, *ranks = malloc((size_t)n * sizeof(int));
+    if (!ranks)
+        err = MPI_ERR_NO_MEM;
+    if (err == MPI_SUCCESS) {
+        /* the low group first; with the same high, the group of the lower
+         * leader (job rank), which both sides see alike */
+        int lh = high != 0, rh = rs->val != 0;
+        int local_first = lh != rh ? !lh : lc->ranks[0] < c->ranks[0];
+        memcpy(ranks + (local_first ? 0 : c->size), lc->ranks, (size_t)lc->size * sizeof(int));
+        memcpy(ranks + (local_first ? lc->size : 0), c->ranks, (size_t)c->size * sizeof(int));
+        kn_mpi_comm_t *m;
+        err = kn_mpi_comm_make(ranks, n, id, c->errh, &m);
+        if (err == MPI_SUCCESS)
+            *newintracomm = m->handle;
+    }
+    free(ranks);
+    free(lents);
+    free(rs);
+    return err == MPI_SUCCESS ? err : kn_mpi_error(c, fn, err, "cannot create the merged communicator");
+}
+
+/* ------------------------------------------------------------- queries */
+
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
+{
+    KN_MPI_READY();
+    KN_MPI_COMM_ARG(c, comm);
+    if (!flag)
+        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "flag is NULL");
+    *flag = c->inter != NULL;
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_remote_size(MPI_Comm comm, int *size)
+{
+    KN_MPI_READY();
+    KN_MPI_COMM_ARG(c, comm);
+    if (!c->inter)
+        return kn_mpi_error(c, __func__, MPI_ERR_COMM, "%s is not an intercommunicator", kn_mpi_comm_label(c));
+    if (!size)
+        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "size is NULL");
+    *size = c->size;
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
+{
+    KN_MPI_READY();
+    KN_MPI_COMM_ARG(c, comm);
+    if (!c->inter)
+        return kn_mpi_error(c, __func__, MPI_ERR_COMM, "%s is not an intercommunicator", kn_mpi_comm_label(c));
+    if (!group)
+        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "group is NULL");
+    int err = kn_mpi_group_make(c->ranks, c->size, group);
+    return err == MPI_SUCCESS ? err : kn_mpi_error(c, __func__, err, "out of memory");
+}
+
+/* 0 same members in the same order, 1 same members, 2 otherwise */
+static int ranks_cmp(const kn_mpi_comm_t *a, const kn_mpi_comm_t *b)
+{
+    if (a->size != b->size)
+        return 2;
+    int order = 1, set = 1;
+    for (int i = 0; i < a->size; i++) {
+        order &= a->ranks[i] == b->ranks[i];
+        set &= b->job2comm[a->ranks[i]] >= 0;
+    }
+    return order ? 0 : set ? 1 : 2;
+}
+
+int kn_mpi_inter_compare(kn_mpi_comm_t *a, kn_mpi_comm_t *b, int *result)
+{
+    if (a == b) {
+        *result = MPI_IDENT;
+    } else if (!a->inter || !b->inter) {
+        *result = MPI_UNEQUAL;
+    } else {
+        int l = ranks_cmp(a->inter->local, b->inter->local), r = ranks_cmp(a, b);
+        int w = l > r ? l : r;
+        *result = w == 0 ? MPI_CONGRUENT : w == 1 ? MPI_SIMILAR : MPI_UNEQUAL;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------- collectives */
+
+#define IN_PLACE(p) ((const void *)(p) == MPI_IN_PLACE)
+
+/* How this process takes part in a rooted collective. */
+enum { AT_ROOT, AT_IDLE, AT_REMOTE }; /* the root; its group's others; the other group */
+
+static int root_arg(kn_mpi_comm_t *c, int root, int *at, const char *fn)
+{
+    if (root == MPI_ROOT)
+        *at = AT_ROOT;
+    else if (root == MPI_PROC_NULL)
+        *at = AT_IDLE;
+    else if (root >= 0 && root < c->size)
+        *at = AT_REMOTE;
+    else
+        return kn_mpi_error(c, fn, MPI_ERR_ROOT,
+                            "root %d of %s: MPI_ROOT, MPI_PROC_NULL or a rank of the remote group [0, %d)", root,
+                            kn_mpi_comm_label(c), c->size);
+    return MPI_SUCCESS;
+}
+
+static int no_in_place(kn_mpi_comm_t *c, const void *sb, const void *rb, const char *fn)
+{
+    if (IN_PLACE(sb) || IN_PLACE(rb))
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "MPI_IN_PLACE is not allowed on an intercommunicator (%s)",
+                            kn_mpi_comm_label(c));
+    return MPI_SUCCESS;
+}
+
+/* A datatype argument (valid, committed); *ext its extent. */
+static int type_ext(kn_mpi_comm_t *c, MPI_Datatype dt, MPI_Aint *ext, const char *fn)
+{
+    int err;
+    kn_mpi_type_t *t = kn_mpi_type_arg(c, dt, fn, &err);
+    if (!t)
+        return err;
+    *ext = t->extent;
+    return MPI_SUCCESS;
+}
+
+/* Scratch for count elements of dt in its own layout: the pointer to use
+ * (element 0), *base what to free. */
+static char *scratch(MPI_Datatype dt, int count, void **base)
+{
+    kn_mpi_type_t *t = kn_mpi_type(dt);
+    MPI_Aint span = count > 0 ? (MPI_Aint)(count - 1) * t->extent : 0;
+    MPI_Aint lo = (span < 0 ? span : 0) + t->true_lb, hi = (span > 0 ? span : 0) + t->true_ub;
+    *base = malloc(hi > lo ? (size_t)(hi - lo) : 1);
+    return *base ? (char *)*base - lo : NULL;
+}
+
+/* An error of a step inside (on a hidden communicator), raised on c. */
+static int step_error(kn_mpi_comm_t *c, int err, const char *fn)
+{
+    if (err == MPI_SUCCESS)
+        return err;
+    return kn_mpi_error(c, fn, err, "a step of the collective on intercommunicator %s failed",
+                        kn_mpi_comm_label(c));
+}
+
+#define STEP(x)                                 \
+    do {                                        \
+        if ((err = (x)) != MPI_SUCCESS)         \
+            goto out;                           \
+    } while (0)
+
+/* Wait for n requests; the first failure's class. */
+static int wait_all(int n, MPI_Request *rq)
+{
+    MPI_Status small[16], *st = n <= 16 ? small : malloc((size_t)n * sizeof(*st));
+    if (!st) {
+        MPI_Waitall(n, rq, MPI_STATUSES_IGNORE);
+        return MPI_ERR_NO_MEM;
+    }
+    int err = MPI_Waitall(n, rq, st);
+    if (err == MPI_ERR_IN_STATUS)
+        for (int i = 0; i < n; i++)
+            if (st[i].MPI_ERROR != MPI_SUCCESS) {
+                err = st[i].MPI_ERROR;
+                break;
+            }
+    if (st != small)
+        free(st);
+    return err;
+}
+
+int kn_mpi_inter_barrier(kn_mpi_comm_t *c, const char *fn)
+{
+    MPI_Comm L = c->inter->local->handle, B = c->inter->bridge->handle;
+    int err;
+    /* everyone here entered; the leaders hear that the other side did; tell everyone */
+    STEP(MPI_Barrier(L));
+    if (c->rank == 0)
+        STEP(MPI_Sendrecv(NULL, 0, MPI_BYTE, 0, TAG_COLL, NULL, 0, MPI_BYTE, 0, TAG_COLL, B, MPI_STATUS_IGNORE));
+    STEP(MPI_Barrier(L));
+out:
+    return step_error(c, err, fn);
+}
+
+int kn_mpi_inter_bcast(kn_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, int root, const char *fn)
+{
+    MPI_Comm L = c->inter->local->handle, B = c->inter->bridge->handle;
+    int at, err;
+    if ((err = root_arg(c, root, &at, fn)) != MPI_SUCCESS)
+        return err;
+    if (at == AT_IDLE)
+        return MPI_SUCCESS;
+    if ((err = no_in_place(c, buf, NULL, fn)) != MPI_SUCCESS)
+        return err;
+    if (at == AT_ROOT) {
+        STEP(MPI_Send(buf, count, dt, 0, TAG_COLL, B));
+    } else {
+        if (c->rank == 0)
+            STEP(MPI_Recv(buf, count, dt, root, TAG_COLL, B, MPI_STATUS_IGNORE));
+        STEP(MPI_Bcast(buf, count, dt, 0, L));
+    }
+out:
+    return step_error(c, err, fn);
+}
+
+/* Every remote process i gets scnt[i] elements of stype[i] at sb + soff[i]
+ * and sends rcnt[i] of rtype[i] to rb + roff[i]; NULL sb or rb: that
+ * direction is not used. */
+static int exchange(kn_mpi_comm_t *c, const char *sb, const int *scnt, const MPI_Aint *soff,
+                    const MPI_Datatype *stype, char *rb, const int *rcnt, const MPI_Aint *roff,
+                    const MPI_Datatype *rtype)
+{
+    MPI_Comm B = c->inter->bridge->handle;
+    int n = c->size, k = 0, err = MPI_SUCCESS;
+    MPI_Request *rq = malloc(2 * (size_t)n * sizeof(*rq));
+    if (!rq)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; rcnt && i < n && err == MPI_SUCCESS; i++)
+        if ((err = MPI_Irecv(rb + roff[i], rcnt[i], rtype[i], i, TAG_COLL, B, &rq[k])) == MPI_SUCCESS)
+            k++;
+    for (int i = 0; scnt && i < n && err == MPI_SUCCESS; i++)
+        if ((err = MPI_Isend(sb + soff[i], scnt[i], stype[i], i, TAG_COLL, B, &rq[k])) == MPI_SUCCESS)
+            k++;
+    if (err != MPI_SUCCESS) /* what was posted finishes on its own */
+        for (int i = 0; i < k; i++)
+            MPI_Request_free(&rq[i]);
+    else
+        err = wait_all(k, rq);
+    free(rq);
+    return err;
+}
+
+/* Per-remote-rank arrays for exchange(): counts, byte offsets, types. */
+typedef struct plan {
+    int *cnt;
+    MPI_Aint *off;
+    MPI_Datatype *type;
+} plan_t;
+
+static int plan_new(plan_t *p, int n)
+{
+    p->cnt = malloc((size_t)n * sizeof(int));
+    p->off = malloc((size_t)n * sizeof(MPI_Aint));
+    p->type = malloc((size_t)n * sizeof(MPI_Datatype));
+    return p->cnt && p->off && p->type ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+static void plan_free(plan_t *p)
+{
+    free(p->cnt);
+    free(p->off);
+    free(p->type);
+}
+
+/* Fill a plan: counts cnts[i] (or cnt each), displacements displs[i]
+ * extents (or block i at i * cnt extents; bytes: displs in bytes), types
+ * types[i] (or dt each). */
+static void plan_fill(plan_t *p, int n, int cnt, const int *cnts, const int *displs, int bytes, MPI_Datatype dt,
+                      const MPI_Datatype *types, MPI_Aint ext)
+{
+    for (int i = 0; i < n; i++) {
+        p->cnt[i] = cnts ? cnts[i] : cnt;
+        p->type[i] = types ? types[i] : dt;
+        p->off[i] = displs ? (MPI_Aint)displs[i] * (bytes ? 1 : ext) : (MPI_Aint)i * cnt * ext;
+    }
+}
+
+int kn_mpi_inter_blocks(kn_mpi_comm_t *c, int kind, const void *sb, const int *scs, const int *sdispls, int sc,
+                        MPI_Datatype sdt, void *rb, const int *rcs, const int *rdispls, int rc, MPI_Datatype rdt,
+                        int root, const char *fn)
+{
+    int n = c->size, err, at = AT_REMOTE;
+    int rooted = kind == KN_IC_GATHER || kind == KN_IC_SCATTER || kind == KN_IC_GATHERV || kind == KN_IC_SCATTERV;
+    int scatter = kind == KN_IC_SCATTER || kind == KN_IC_SCATTERV, v = kind >= KN_IC_GATHERV;
+    if (rooted && (err = root_arg(c, root, &at, fn)) != MPI_SUCCESS)
+        return err;
+    if (at == AT_IDLE)
+        return MPI_SUCCESS;
+    if ((err = no_in_place(c, sb, rb, fn)) != MPI_SUCCESS)
+        return err;
+    plan_t s = {0}, r = {0};
+    MPI_Aint sext = 0, rext = 0;
+    /* which sides this process has: the root of gather receives only, of
+     * scatter sends only; the remote side of a rooted one the other way */
+    int sends = !rooted || (scatter ? at == AT_ROOT : at == AT_REMOTE);
+    int recvs = !rooted || (scatter ? at == AT_REMOTE : at == AT_ROOT);
+    if (sends && (err = type_ext(c, sdt, &sext, fn)) != MPI_SUCCESS)
+        return err;
+    if (recvs && (err = type_ext(c, rdt, &rext, fn)) != MPI_SUCCESS)
+        return err;
+    if (v && ((scatter && at == AT_ROOT && (!scs || !sdispls)) || (!scatter && recvs && (!rcs || !rdispls))))
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "counts or displacements are NULL");
+    if (rooted && at == AT_REMOTE) { /* one message with the root */
+        MPI_Comm B = c->inter->bridge->handle;
+        err = scatter ? MPI_Recv(rb, rc, rdt, root, TAG_COLL, B, MPI_STATUS_IGNORE)
+                      : MPI_Send(sb, sc, sdt, root, TAG_COLL, B);
+        return step_error(c, err, fn);
+    }
+    STEP(plan_new(&s, n));
+    STEP(plan_new(&r, n));
+    if (sends) /* block i of alltoall and scatter(v), the one buffer of the others */
+        plan_fill(&s, n, sc, scatter ? scs : NULL, scatter ? sdispls : NULL, 0, sdt, NULL, sext);
+    if (sends && (kind == KN_IC_ALLGATHER || kind == KN_IC_ALLGATHERV))
+        memset(s.off, 0, (size_t)n * sizeof(MPI_Aint));
+    if (recvs)
+        plan_fill(&r, n, rc, scatter ? NULL : rcs, scatter ? NULL : rdispls, 0, rdt, NULL, rext);
+    for (int i = 0; i < n; i++)
+        if ((sends && s.cnt[i] < 0) || (recvs && r.cnt[i] < 0)) {
+            plan_free(&s);
+            plan_free(&r);
+            return kn_mpi_error(c, fn, MPI_ERR_COUNT, "a count for remote rank %d is negative", i);
+        }
+    STEP(exchange(c, sends ? sb : NULL, sends ? s.cnt : NULL, s.off, s.type, recvs ? rb : NULL,
+                  recvs ? r.cnt : NULL, r.off, r.type));
+out:
+    plan_free(&s);
+    plan_free(&r);
+    return step_error(c, err, fn);
+}
+
+int kn_mpi_inter_alltoallvw(kn_mpi_comm_t *c, const void *sb, const int *scs, const int *sds,
+                            const MPI_Datatype *sdts, void *rb, const int *rcs, const int *rds,
+                            const MPI_Datatype *rdts, int w, const char *fn)
+{
+    int n = c->size, err;
+    if ((err = no_in_place(c, sb, rb, fn)) != MPI_SUCCESS)
+        return err;
+    if (!scs || !sds || !rcs || !rds || !sdts || !rdts)
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "a count, displacement or datatype array is NULL");
+    MPI_Aint sext = 0, rext = 0;
+    for (int i = 0; i < (w ? n : 1); i++)
+        if ((err = type_ext(c, sdts[i], &sext, fn)) != MPI_SUCCESS ||
+            (err = type_ext(c, rdts[i], &rext, fn)) != MPI_SUCCESS)
+            return err;
+    for (int i = 0; i < n; i++)
+        if (scs[i] < 0 || rcs[i] < 0)
+            return kn_mpi_error(c, fn, MPI_ERR_COUNT, "a count for remote rank %d is negative", i);
+    plan_t s = {0}, r = {0};
+    STEP(plan_new(&s, n));
+    STEP(plan_new(&r, n));
+    plan_fill(&s, n, 0, scs, sds, w, sdts[0], w ? sdts : NULL, sext);
+    plan_fill(&r, n, 0, rcs, rds, w, rdts[0], w ? rdts : NULL, rext);
+    STEP(exchange(c, sb, s.cnt, s.off, s.type, rb, r.cnt, r.off, r.type));
+out:
+    plan_free(&s);
+    plan_free(&r);
+    return step_error(c, err, fn);
+}
+
+int kn_mpi_inter_reduction(kn_mpi_comm_t *c, int kind, const void *sb, void *rb, int count, const int *rcs,
+                           MPI_Datatype dt, MPI_Op op, int root, const char *fn)
+{
+    MPI_Comm L = c->inter->local->handle, B = c->inter->bridge->handle;
+    int me = c->rank, ln = c->inter->local->size, at = AT_REMOTE, err;
+    if (kind == KN_IC_REDUCE && (err = root_arg(c, root, &at, fn)) != MPI_SUCCESS)
+        return err;
+    if (at == AT_IDLE)
+        return MPI_SUCCESS;
+    if ((err = no_in_place(c, sb, rb, fn)) != MPI_SUCCESS)
+        return err;
+    MPI_Aint ext;
+    if ((err = type_ext(c, dt, &ext, fn)) != MPI_SUCCESS)
+        return err;
+    if (kind == KN_IC_RS && !rcs)
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "recvcounts is NULL");
+    /* elements in each process's input: this group's results' total */
+    int total = count, *displs = NULL;
+    if (kind == KN_IC_RS_BLOCK)
+        total = count * ln;
+    if (kind == KN_IC_RS) {
+        if (!(displs = malloc((size_t)ln * sizeof(int))))
+            return kn_mpi_error(c, fn, MPI_ERR_NO_MEM, "out of memory");
+        total = 0;
+        for (int i = 0; i < ln; i++) {
+            if (rcs[i] < 0) {
+                free(displs);
+                return kn_mpi_error(c, fn, MPI_ERR_COUNT, "recvcounts[%d] = %d is negative", i, rcs[i]);
+            }
+            displs[i] = total;
+            total += rcs[i];
+        }
+    }
+    if (total < 0) {
+        free(displs);
+        return kn_mpi_error(c, fn, MPI_ERR_COUNT, "count %d is negative", count);
+    }
+    void *b1 = NULL, *b2 = NULL;
+    char *t1 = NULL, *t2 = NULL;
+    if (at == AT_ROOT) {
+        STEP(MPI_Recv(rb, count, dt, 0, TAG_COLL, B, MPI_STATUS_IGNORE));
+        goto out;
+    }
+    /* this group's reduction at its rank 0 */
+    if (me == 0 && !(t1 = scratch(dt, total, &b1)))
+        STEP(MPI_ERR_NO_MEM);
+    STEP(MPI_Reduce(sb, t1, total, dt, op, 0, L));
+    switch (kind) {
+    case KN_IC_REDUCE:
+        if (me == 0)
+            STEP(MPI_Send(t1, total, dt, root, TAG_COLL, B));
+        break;
+    case KN_IC_ALLREDUCE: /* ours goes there, theirs comes here */
+        if (me == 0)
+            STEP(MPI_Sendrecv(t1, total, dt, 0, TAG_COLL, rb, count, dt, 0, TAG_COLL, B, MPI_STATUS_IGNORE));
+        STEP(MPI_Bcast(rb, count, dt, 0, L));
+        break;
+    default: /* reduce_scatter(_block): theirs is spread here */
+        if (me == 0) {
+            if (!(t2 = scratch(dt, total, &b2)))
+                STEP(MPI_ERR_NO_MEM);
+            STEP(MPI_Sendrecv(t1, total, dt, 0, TAG_COLL, t2, total, dt, 0, TAG_COLL, B, MPI_STATUS_IGNORE));
+        }
+        if (kind == KN_IC_RS_BLOCK)
+            STEP(MPI_Scatter(t2, count, dt, rb, count, dt, 0, L));
+        else
+            STEP(MPI_Scatterv(t2, rcs, displs, dt, rb, rcs[me], dt, 0, L));
+    }
+out:
+    free(b1);
+    free(b2);
+    free(displs);
+    return step_error(c, err, fn);
+}
