@@ -10,6 +10,10 @@ int main(int argc, char **argv)
     int buf[4] = {0};
     if (!strcmp(what, "all")) /* every rank at once: one verdict, nothing else */
         MPI_Send(buf, 1, MPI_INT, mt_size + 5, 0, MPI_COMM_WORLD);
+    MPI_Comm ic = MPI_COMM_NULL;
+    if (!strcmp(what, "unsupported") && mt_rank >= mt_size - 2) /* the last two make an intercommunicator */
+        MPI_Intercomm_create(MPI_COMM_SELF, 0, MPI_COMM_WORLD, mt_rank == mt_size - 1 ? mt_size - 2 : mt_size - 1, 0,
+                             &ic);
     if (mt_rank == mt_size - 1) {
         if (!strcmp(what, "rank"))
             MPI_Send(buf, 1, MPI_INT, mt_size + 5, 0, MPI_COMM_WORLD);
@@ -35,8 +39,8 @@ int main(int argc, char **argv)
             MPI_Type_set_name(t, "pair_t");
             MPI_Send(buf, 1, t, 0, 0, MPI_COMM_WORLD);
         } else if (!strcmp(what, "unsupported")) {
-            MPI_Comm c;
-            MPI_Comm_idup(MPI_COMM_WORLD, &c, NULL);
+            MPI_Request r;
+            MPI_Ibarrier(ic, &r); /* nonblocking collectives on intercommunicators */
         }
         printf("not reached: the error did not end the job\n");
         fflush(stdout);
