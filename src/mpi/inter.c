@@ -654,6 +654,11 @@ int kn_mpi_inter_bcast(kn_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, 
         return MPI_SUCCESS;
     if ((err = no_in_place(c, buf, NULL, fn)) != MPI_SUCCESS)
         return err;
+    MPI_Aint ext;
+    if ((err = type_ext(c, dt, &ext, fn)) != MPI_SUCCESS)
+        return err;
+    if (count < 0)
+        return kn_mpi_error(c, fn, MPI_ERR_COUNT, "count %d is negative", count);
     if (at == AT_ROOT) {
         STEP(MPI_Send(buf, count, dt, 0, TAG_COLL, B));
     } else {
@@ -752,6 +757,11 @@ int kn_mpi_inter_blocks(kn_mpi_comm_t *c, int kind, const void *sb, const int *s
         return err;
     if (v && ((scatter && at == AT_ROOT && (!scs || !sdispls)) || (!scatter && recvs && (!rcs || !rdispls))))
         return kn_mpi_error(c, fn, MPI_ERR_ARG, "counts or displacements are NULL");
+    /* the single counts (the v side's are checked per rank below) */
+    if ((sends && kind != KN_IC_SCATTERV && sc < 0) ||
+        (recvs && kind != KN_IC_GATHERV && kind != KN_IC_ALLGATHERV && rc < 0))
+        return kn_mpi_error(c, fn, MPI_ERR_COUNT, "%s count %d is negative", sends && sc < 0 ? "send" : "receive",
+                            sends && sc < 0 ? sc : rc);
     if (rooted && at == AT_REMOTE) { /* one message with the root */
         MPI_Comm B = c->inter->bridge->handle;
         err = scatter ? MPI_Recv(rb, rc, rdt, root, TAG_COLL, B, MPI_STATUS_IGNORE)

@@ -523,6 +523,13 @@ static void errors(MPI_Comm ic)
     CHECK_EQ(MPI_Ibarrier(ic, &rq), MPI_ERR_UNSUPPORTED_OPERATION);
     CHECK_EQ(MPI_Bcast(&x, 1, MPI_INT, rn, ic), MPI_ERR_ROOT);
     CHECK_EQ(MPI_Bcast(&x, 1, MPI_INT, -7, ic), MPI_ERR_ROOT);
+    CHECK_EQ(MPI_Bcast(&x, -1, MPI_INT, 0, ic), MPI_ERR_COUNT);
+    CHECK_EQ(MPI_Bcast(&x, 1, MPI_DATATYPE_NULL, 0, ic), MPI_ERR_TYPE);
+    CHECK_EQ(MPI_Allgather(&x, -2, MPI_INT, &f, 1, MPI_INT, ic), MPI_ERR_COUNT);
+    CHECK_EQ(MPI_Alltoallv(&x, NULL, NULL, MPI_INT, &f, NULL, NULL, MPI_INT, ic), MPI_ERR_ARG);
+    CHECK_EQ(MPI_Reduce(&x, &f, 1, MPI_INT, MPI_OP_NULL, MPI_PROC_NULL, ic), MPI_SUCCESS); /* not significant */
+    /* toward remote root 0 the send side matters, and fails before sending */
+    CHECK_EQ(MPI_Gather(&x, 1, MPI_DATATYPE_NULL, NULL, 1, MPI_INT, 0, ic), MPI_ERR_TYPE);
     CHECK_EQ(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_ARG);
     CHECK_EQ(MPI_Send(&x, 1, MPI_INT, rn, 0, ic), MPI_ERR_RANK);
     CHECK_EQ(MPI_Recv(&x, 1, MPI_INT, rn, 0, ic, MPI_STATUS_IGNORE), MPI_ERR_RANK);
