@@ -29,13 +29,14 @@
  * other id free in the local group.  Split and create give every colour the
  * same ids, as comm.c's split does: the colours' members are disjoint.
  *
- * The collectives are blocking: point-to-point on the bridge between the
- * groups and collectives on the local intracommunicators.  Rooted ones go
- * straight between the root and each remote process (gather, scatter) or
- * through the remote group's rank 0 (bcast, reduce); the all-to-all kinds
- * send every remote process its block; allreduce and reduce-scatter reduce
- * in each group, swap the results between the leaders and spread them in
- * the group.
+ * The collectives: point-to-point on the bridge between the groups and,
+ * when blocking, collectives on the local intracommunicators.  Rooted ones
+ * go straight between the root and each remote process (gather, scatter)
+ * or through the remote group's rank 0 (bcast, reduce); the all-to-all
+ * kinds send every remote process its block; allreduce and reduce-scatter
+ * reduce in each group, swap the results between the leaders and spread
+ * them in the group.  The nonblocking forms are point-to-point only, all
+ * posted at the start (see "schedules" below).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -611,188 +612,296 @@ static int step_error(kn_mpi_comm_t *c, int err, const char *fn)
             goto out;                           \
     } while (0)
 
-/* Wait for n requests; the first failure's class. */
-static int wait_all(int n, MPI_Request *rq)
+/* ---------------------------------------------------------- schedules */
+
+/* The point-to-point part of a collective between the groups: requests on
+ * the bridge, all posted when the call starts, none waiting on another, so
+ * the engine moves them all with no help and a nonblocking call needs no
+ * progress of its own.  A reduction ends with a fold of the blocks
+ * received, run when they are all in:
+ *   rb = blk 0 op (blk 1 op (... op blk nblk-1))
+ * (rank order, as MPI_Reduce_local applies in op inout).  A blocking call
+ * waits for its schedule at once (kn_mpi_inter_finish); a nonblocking one
+ * hangs it on its request (coll.c), tested and finished by the completion
+ * calls. */
+struct kn_mpi_isched {
+    int n, cap, done;      /* requests posted; those known complete */
+    MPI_Request *rq;
+    int err;               /* the first failure a test saw */
+    /* the fold */
+    int nblk, cnt;
+    void *base;
+    char *blk;
+    MPI_Aint bstride;      /* bytes from one block to the next */
+    void *rb;
+    MPI_Datatype dt;       /* a duplicate: the program may free its own meanwhile */
+    MPI_Op op;             /* held (kn_mpi_op_hold) */
+};
+
+static int sched_new(int cap, kn_mpi_isched_t **out)
 {
-    MPI_Status small[16], *st = n <= 16 ? small : malloc((size_t)n * sizeof(*st));
-    if (!st) {
-        MPI_Waitall(n, rq, MPI_STATUSES_IGNORE);
+    kn_mpi_isched_t *is = calloc(1, sizeof(*is));
+    if (!is)
+        return MPI_ERR_NO_MEM;
+    if (!(is->rq = malloc(((size_t)cap + 1) * sizeof(MPI_Request)))) {
+        free(is);
         return MPI_ERR_NO_MEM;
     }
-    int err = MPI_Waitall(n, rq, st);
-    if (err == MPI_ERR_IN_STATUS)
-        for (int i = 0; i < n; i++)
-            if (st[i].MPI_ERROR != MPI_SUCCESS) {
-                err = st[i].MPI_ERROR;
-                break;
-            }
-    if (st != small)
-        free(st);
+    is->cap = cap;
+    is->dt = MPI_DATATYPE_NULL;
+    is->op = MPI_OP_NULL;
+    *out = is;
+    return MPI_SUCCESS;
+}
+
+static void sched_free(kn_mpi_isched_t *is)
+{
+    if (is->dt != MPI_DATATYPE_NULL)
+        MPI_Type_free(&is->dt);
+    if (is->op != MPI_OP_NULL)
+        kn_mpi_op_drop(is->op);
+    free(is->base);
+    free(is->rq);
+    free(is);
+}
+
+static int post(kn_mpi_isched_t *is, kn_mpi_comm_t *c, int recv, const void *buf, int cnt, MPI_Datatype dt,
+                int peer)
+{
+    MPI_Comm B = c->inter->bridge->handle;
+    int err = recv ? MPI_Irecv((void *)buf, cnt, dt, peer, TAG_COLL, B, &is->rq[is->n])
+                   : MPI_Isend(buf, cnt, dt, peer, TAG_COLL, B, &is->rq[is->n]);
+    if (err == MPI_SUCCESS)
+        is->n++;
     return err;
 }
 
-int kn_mpi_inter_barrier(kn_mpi_comm_t *c, const char *fn)
+int kn_mpi_inter_test(kn_mpi_isched_t *is)
+{
+    for (; is->done < is->n; is->done++) {
+        int flag = 0, e = MPI_Test(&is->rq[is->done], &flag, MPI_STATUS_IGNORE);
+        if (e != MPI_SUCCESS) { /* the request is gone: go on with the others */
+            if (!is->err)
+                is->err = e;
+            continue;
+        }
+        if (!flag)
+            return 0;
+    }
+    return 1;
+}
+
+/* The fold of a reduction: the last block into rb, then the others. */
+static int fold(kn_mpi_isched_t *is)
+{
+    int size, pos = 0, err;
+    if ((err = MPI_Pack_size(is->cnt, is->dt, MPI_COMM_SELF, &size)) != MPI_SUCCESS)
+        return err;
+    char *tmp = malloc(size ? (size_t)size : 1);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    char *last = is->blk + (MPI_Aint)(is->nblk - 1) * is->bstride;
+    err = MPI_Pack(last, is->cnt, is->dt, tmp, size, &pos, MPI_COMM_SELF);
+    pos = 0;
+    if (err == MPI_SUCCESS)
+        err = MPI_Unpack(tmp, size, &pos, is->rb, is->cnt, is->dt, MPI_COMM_SELF);
+    free(tmp);
+    for (int j = is->nblk - 2; j >= 0 && err == MPI_SUCCESS; j--)
+        err = MPI_Reduce_local(is->blk + (MPI_Aint)j * is->bstride, is->rb, is->cnt, is->dt, is->op);
+    return err;
+}
+
+int kn_mpi_inter_finish(kn_mpi_isched_t *is)
+{
+    int err = is->err;
+    for (; is->done < is->n; is->done++) {
+        int e = MPI_Wait(&is->rq[is->done], MPI_STATUS_IGNORE);
+        if (e != MPI_SUCCESS && err == MPI_SUCCESS)
+            err = e;
+    }
+    if (err == MPI_SUCCESS && is->nblk > 0)
+        err = fold(is);
+    sched_free(is);
+    return err;
+}
+
+/* A schedule that could not be posted whole: take its receives back, let
+ * its sends finish on their own. */
+static void sched_abort(kn_mpi_isched_t *is, const char *recv)
+{
+    for (int i = 0; i < is->n; i++) {
+        if (recv[i]) {
+            MPI_Cancel(&is->rq[i]);
+            MPI_Wait(&is->rq[i], MPI_STATUS_IGNORE);
+        } else {
+            MPI_Request_free(&is->rq[i]);
+        }
+    }
+    is->n = 0;
+    sched_free(is);
+}
+
+/* End of a call built on a schedule: a nonblocking call (nb) hands it
+ * out; a blocking one waits for it.  recv: which requests receive (for
+ * sched_abort, when posting failed with err). */
+static int sched_end(kn_mpi_comm_t *c, kn_mpi_isched_t *is, char *recv, int err, kn_mpi_isched_t **nb,
+                     const char *fn)
+{
+    if (err != MPI_SUCCESS) {
+        if (is)
+            sched_abort(is, recv);
+        free(recv);
+        return step_error(c, err, fn);
+    }
+    free(recv);
+    if (nb) {
+        *nb = is;
+        return MPI_SUCCESS;
+    }
+    return step_error(c, kn_mpi_inter_finish(is), fn);
+}
+
+/* A schedule for up to cap requests, with its receive marks. */
+static int sched_open(int cap, kn_mpi_isched_t **is, char **recv)
+{
+    *recv = calloc((size_t)cap + 1, 1);
+    int err = *recv ? sched_new(cap, is) : MPI_ERR_NO_MEM;
+    if (err != MPI_SUCCESS) {
+        free(*recv);
+        *recv = NULL;
+        *is = NULL;
+    }
+    return err;
+}
+
+#define POST(recv_, buf, cnt, dt, peer)                                     \
+    do {                                                                    \
+        recv[is->n] = (char)(recv_);                                        \
+        if ((err = post(is, c, (recv_), (buf), (cnt), (dt), (peer))) != MPI_SUCCESS) \
+            goto out;                                                       \
+    } while (0)
+
+/* ---------------------------------------------------------- the calls */
+
+int kn_mpi_inter_barrier(kn_mpi_comm_t *c, kn_mpi_isched_t **nb, const char *fn)
 {
     MPI_Comm L = c->inter->local->handle, B = c->inter->bridge->handle;
+    kn_mpi_isched_t *is = NULL;
+    char *recv = NULL;
     int err;
+    if (nb) { /* a word with every remote process, both ways */
+        STEP(sched_open(2 * c->size, &is, &recv));
+        for (int j = 0; j < c->size; j++) {
+            POST(1, NULL, 0, MPI_BYTE, j);
+            POST(0, NULL, 0, MPI_BYTE, j);
+        }
+        goto out;
+    }
     /* everyone here entered; the leaders hear that the other side did; tell everyone */
     STEP(MPI_Barrier(L));
     if (c->rank == 0)
         STEP(MPI_Sendrecv(NULL, 0, MPI_BYTE, 0, TAG_COLL, NULL, 0, MPI_BYTE, 0, TAG_COLL, B, MPI_STATUS_IGNORE));
     STEP(MPI_Barrier(L));
 out:
-    return step_error(c, err, fn);
+    return nb ? sched_end(c, is, recv, err, nb, fn) : step_error(c, err, fn);
 }
 
-int kn_mpi_inter_bcast(kn_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, int root, const char *fn)
+int kn_mpi_inter_bcast(kn_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, int root, kn_mpi_isched_t **nb,
+                       const char *fn)
 {
     MPI_Comm L = c->inter->local->handle, B = c->inter->bridge->handle;
+    kn_mpi_isched_t *is = NULL;
+    char *recv = NULL;
     int at, err;
+    MPI_Aint ext;
     if ((err = root_arg(c, root, &at, fn)) != MPI_SUCCESS)
         return err;
-    if (at == AT_IDLE)
-        return MPI_SUCCESS;
-    if ((err = no_in_place(c, buf, NULL, fn)) != MPI_SUCCESS)
-        return err;
-    MPI_Aint ext;
-    if ((err = type_ext(c, dt, &ext, fn)) != MPI_SUCCESS)
-        return err;
-    if (count < 0)
-        return kn_mpi_error(c, fn, MPI_ERR_COUNT, "count %d is negative", count);
-    if (at == AT_ROOT) {
+    if (at != AT_IDLE) {
+        if ((err = no_in_place(c, buf, NULL, fn)) != MPI_SUCCESS || (err = type_ext(c, dt, &ext, fn)) != MPI_SUCCESS)
+            return err;
+        if (count < 0)
+            return kn_mpi_error(c, fn, MPI_ERR_COUNT, "count %d is negative", count);
+    }
+    if (nb) { /* the root sends every remote process the data */
+        STEP(sched_open(c->size, &is, &recv));
+        if (at == AT_ROOT)
+            for (int j = 0; j < c->size; j++)
+                POST(0, buf, count, dt, j);
+        else if (at == AT_REMOTE)
+            POST(1, buf, count, dt, root);
+        goto out;
+    }
+    if (at == AT_ROOT) { /* to the other group's rank 0, which broadcasts it there */
         STEP(MPI_Send(buf, count, dt, 0, TAG_COLL, B));
-    } else {
+    } else if (at == AT_REMOTE) {
         if (c->rank == 0)
             STEP(MPI_Recv(buf, count, dt, root, TAG_COLL, B, MPI_STATUS_IGNORE));
         STEP(MPI_Bcast(buf, count, dt, 0, L));
     }
+    err = MPI_SUCCESS;
 out:
-    return step_error(c, err, fn);
-}
-
-/* Every remote process i gets scnt[i] elements of stype[i] at sb + soff[i]
- * and sends rcnt[i] of rtype[i] to rb + roff[i]; NULL sb or rb: that
- * direction is not used. */
-static int exchange(kn_mpi_comm_t *c, const char *sb, const int *scnt, const MPI_Aint *soff,
-                    const MPI_Datatype *stype, char *rb, const int *rcnt, const MPI_Aint *roff,
-                    const MPI_Datatype *rtype)
-{
-    MPI_Comm B = c->inter->bridge->handle;
-    int n = c->size, k = 0, err = MPI_SUCCESS;
-    MPI_Request *rq = malloc(2 * (size_t)n * sizeof(*rq));
-    if (!rq)
-        return MPI_ERR_NO_MEM;
-    for (int i = 0; rcnt && i < n && err == MPI_SUCCESS; i++)
-        if ((err = MPI_Irecv(rb + roff[i], rcnt[i], rtype[i], i, TAG_COLL, B, &rq[k])) == MPI_SUCCESS)
-            k++;
-    for (int i = 0; scnt && i < n && err == MPI_SUCCESS; i++)
-        if ((err = MPI_Isend(sb + soff[i], scnt[i], stype[i], i, TAG_COLL, B, &rq[k])) == MPI_SUCCESS)
-            k++;
-    if (err != MPI_SUCCESS) /* what was posted finishes on its own */
-        for (int i = 0; i < k; i++)
-            MPI_Request_free(&rq[i]);
-    else
-        err = wait_all(k, rq);
-    free(rq);
-    return err;
-}
-
-/* Per-remote-rank arrays for exchange(): counts, byte offsets, types. */
-typedef struct plan {
-    int *cnt;
-    MPI_Aint *off;
-    MPI_Datatype *type;
-} plan_t;
-
-static int plan_new(plan_t *p, int n)
-{
-    p->cnt = malloc((size_t)n * sizeof(int));
-    p->off = malloc((size_t)n * sizeof(MPI_Aint));
-    p->type = malloc((size_t)n * sizeof(MPI_Datatype));
-    return p->cnt && p->off && p->type ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-}
-
-static void plan_free(plan_t *p)
-{
-    free(p->cnt);
-    free(p->off);
-    free(p->type);
-}
-
-/* Fill a plan: counts cnts[i] (or cnt each), displacements displs[i]
- * extents (or block i at i * cnt extents; bytes: displs in bytes), types
- * types[i] (or dt each). */
-static void plan_fill(plan_t *p, int n, int cnt, const int *cnts, const int *displs, int bytes, MPI_Datatype dt,
-                      const MPI_Datatype *types, MPI_Aint ext)
-{
-    for (int i = 0; i < n; i++) {
-        p->cnt[i] = cnts ? cnts[i] : cnt;
-        p->type[i] = types ? types[i] : dt;
-        p->off[i] = displs ? (MPI_Aint)displs[i] * (bytes ? 1 : ext) : (MPI_Aint)i * cnt * ext;
-    }
+    return nb ? sched_end(c, is, recv, err, nb, fn) : step_error(c, err, fn);
 }
 
 int kn_mpi_inter_blocks(kn_mpi_comm_t *c, int kind, const void *sb, const int *scs, const int *sdispls, int sc,
                         MPI_Datatype sdt, void *rb, const int *rcs, const int *rdispls, int rc, MPI_Datatype rdt,
-                        int root, const char *fn)
+                        int root, kn_mpi_isched_t **nb, const char *fn)
 {
     int n = c->size, err, at = AT_REMOTE;
     int rooted = kind == KN_IC_GATHER || kind == KN_IC_SCATTER || kind == KN_IC_GATHERV || kind == KN_IC_SCATTERV;
     int scatter = kind == KN_IC_SCATTER || kind == KN_IC_SCATTERV, v = kind >= KN_IC_GATHERV;
     if (rooted && (err = root_arg(c, root, &at, fn)) != MPI_SUCCESS)
         return err;
-    if (at == AT_IDLE)
-        return MPI_SUCCESS;
-    if ((err = no_in_place(c, sb, rb, fn)) != MPI_SUCCESS)
-        return err;
-    plan_t s = {0}, r = {0};
-    MPI_Aint sext = 0, rext = 0;
     /* which sides this process has: the root of gather receives only, of
-     * scatter sends only; the remote side of a rooted one the other way */
-    int sends = !rooted || (scatter ? at == AT_ROOT : at == AT_REMOTE);
-    int recvs = !rooted || (scatter ? at == AT_REMOTE : at == AT_ROOT);
+     * scatter sends only; the other group the other way; none at the
+     * root's group's others */
+    int sends = at != AT_IDLE && (!rooted || (scatter ? at == AT_ROOT : at == AT_REMOTE));
+    int recvs = at != AT_IDLE && (!rooted || (scatter ? at == AT_REMOTE : at == AT_ROOT));
+    MPI_Aint sext = 0, rext = 0;
+    if (at != AT_IDLE && (err = no_in_place(c, sb, rb, fn)) != MPI_SUCCESS)
+        return err;
     if (sends && (err = type_ext(c, sdt, &sext, fn)) != MPI_SUCCESS)
         return err;
     if (recvs && (err = type_ext(c, rdt, &rext, fn)) != MPI_SUCCESS)
         return err;
-    if (v && ((scatter && at == AT_ROOT && (!scs || !sdispls)) || (!scatter && recvs && (!rcs || !rdispls))))
+    /* the v side's arrays where they count: at the root of gatherv and
+     * scatterv, everywhere for allgatherv */
+    int vs = v && scatter && at == AT_ROOT, vr = v && !scatter && recvs && !(rooted && at == AT_REMOTE);
+    if ((vs && (!scs || !sdispls)) || (vr && (!rcs || !rdispls)))
         return kn_mpi_error(c, fn, MPI_ERR_ARG, "counts or displacements are NULL");
-    /* the single counts (the v side's are checked per rank below) */
-    if ((sends && kind != KN_IC_SCATTERV && sc < 0) ||
-        (recvs && kind != KN_IC_GATHERV && kind != KN_IC_ALLGATHERV && rc < 0))
-        return kn_mpi_error(c, fn, MPI_ERR_COUNT, "%s count %d is negative", sends && sc < 0 ? "send" : "receive",
-                            sends && sc < 0 ? sc : rc);
-    if (rooted && at == AT_REMOTE) { /* one message with the root */
-        MPI_Comm B = c->inter->bridge->handle;
-        err = scatter ? MPI_Recv(rb, rc, rdt, root, TAG_COLL, B, MPI_STATUS_IGNORE)
-                      : MPI_Send(sb, sc, sdt, root, TAG_COLL, B);
-        return step_error(c, err, fn);
-    }
-    STEP(plan_new(&s, n));
-    STEP(plan_new(&r, n));
-    if (sends) /* block i of alltoall and scatter(v), the one buffer of the others */
-        plan_fill(&s, n, sc, scatter ? scs : NULL, scatter ? sdispls : NULL, 0, sdt, NULL, sext);
-    if (sends && (kind == KN_IC_ALLGATHER || kind == KN_IC_ALLGATHERV))
-        memset(s.off, 0, (size_t)n * sizeof(MPI_Aint));
-    if (recvs)
-        plan_fill(&r, n, rc, scatter ? NULL : rcs, scatter ? NULL : rdispls, 0, rdt, NULL, rext);
+    if ((sends && !vs && sc < 0) || (recvs && !vr && rc < 0))
+        return kn_mpi_error(c, fn, MPI_ERR_COUNT, "%s count %d is negative", sends && !vs && sc < 0 ? "send" : "receive",
+                            sends && !vs && sc < 0 ? sc : rc);
     for (int i = 0; i < n; i++)
-        if ((sends && s.cnt[i] < 0) || (recvs && r.cnt[i] < 0)) {
-            plan_free(&s);
-            plan_free(&r);
-            return kn_mpi_error(c, fn, MPI_ERR_COUNT, "a count for remote rank %d is negative", i);
-        }
-    STEP(exchange(c, sends ? sb : NULL, sends ? s.cnt : NULL, s.off, s.type, recvs ? rb : NULL,
-                  recvs ? r.cnt : NULL, r.off, r.type));
+        if ((vs && scs[i] < 0) || (vr && rcs[i] < 0))
+            return kn_mpi_error(c, fn, MPI_ERR_COUNT, "the count for remote rank %d is negative", i);
+    kn_mpi_isched_t *is = NULL;
+    char *recv = NULL;
+    STEP(sched_open(2 * n, &is, &recv));
+    if (rooted && at == AT_REMOTE) { /* one message with the root */
+        if (scatter)
+            POST(1, rb, rc, rdt, root);
+        else
+            POST(0, sb, sc, sdt, root);
+        goto out;
+    }
+    /* receives first, then sends: block i of alltoall and of the root's
+     * side, the one buffer of allgather's send */
+    for (int i = 0; recvs && i < n; i++) {
+        MPI_Aint off = vr ? (MPI_Aint)rdispls[i] * rext : (MPI_Aint)i * rc * rext;
+        POST(1, (char *)rb + off, vr ? rcs[i] : rc, rdt, i);
+    }
+    for (int i = 0; sends && i < n; i++) {
+        MPI_Aint off = vs ? (MPI_Aint)sdispls[i] * sext : kind == KN_IC_ALLTOALL || scatter ? (MPI_Aint)i * sc * sext : 0;
+        POST(0, (const char *)sb + off, vs ? scs[i] : sc, sdt, i);
+    }
 out:
-    plan_free(&s);
-    plan_free(&r);
-    return step_error(c, err, fn);
+    return sched_end(c, is, recv, err, nb, fn);
 }
 
 int kn_mpi_inter_alltoallvw(kn_mpi_comm_t *c, const void *sb, const int *scs, const int *sds,
                             const MPI_Datatype *sdts, void *rb, const int *rcs, const int *rds,
-                            const MPI_Datatype *rdts, int w, const char *fn)
+                            const MPI_Datatype *rdts, int w, kn_mpi_isched_t **nb, const char *fn)
 {
     int n = c->size, err;
     if ((err = no_in_place(c, sb, rb, fn)) != MPI_SUCCESS)
@@ -807,27 +916,78 @@ int kn_mpi_inter_alltoallvw(kn_mpi_comm_t *c, const void *sb, const int *scs, co
     for (int i = 0; i < n; i++)
         if (scs[i] < 0 || rcs[i] < 0)
             return kn_mpi_error(c, fn, MPI_ERR_COUNT, "a count for remote rank %d is negative", i);
-    plan_t s = {0}, r = {0};
-    STEP(plan_new(&s, n));
-    STEP(plan_new(&r, n));
-    plan_fill(&s, n, 0, scs, sds, w, sdts[0], w ? sdts : NULL, sext);
-    plan_fill(&r, n, 0, rcs, rds, w, rdts[0], w ? rdts : NULL, rext);
-    STEP(exchange(c, sb, s.cnt, s.off, s.type, rb, r.cnt, r.off, r.type));
+    kn_mpi_isched_t *is = NULL;
+    char *recv = NULL;
+    STEP(sched_open(2 * n, &is, &recv));
+    /* w: a type per block, displacements in bytes; v: one type, in extents */
+    for (int i = 0; i < n; i++)
+        POST(1, (char *)rb + (w ? (MPI_Aint)rds[i] : (MPI_Aint)rds[i] * rext), rcs[i], rdts[w ? i : 0], i);
+    for (int i = 0; i < n; i++)
+        POST(0, (const char *)sb + (w ? (MPI_Aint)sds[i] : (MPI_Aint)sds[i] * sext), scs[i], sdts[w ? i : 0], i);
 out:
-    plan_free(&s);
-    plan_free(&r);
-    return step_error(c, err, fn);
+    return sched_end(c, is, recv, err, nb, fn);
+}
+
+/* Nonblocking reductions: every block comes straight from the process
+ * that gives it, into scratch, and is folded at the end.  total: the
+ * elements of a process's input. */
+static int reduction_nb(kn_mpi_comm_t *c, int kind, int at, const void *sb, void *rb, int count, const int *rcs,
+                        const int *displs, int total, MPI_Datatype dt, MPI_Op op, int root, MPI_Aint ext,
+                        kn_mpi_isched_t **nb, const char *fn)
+{
+    int n = c->size, me = c->rank, err;
+    kn_mpi_isched_t *is = NULL;
+    char *recv = NULL;
+    STEP(sched_open(2 * n, &is, &recv));
+    if (at == AT_IDLE)
+        goto out;
+    if (kind == KN_IC_REDUCE && at == AT_REMOTE) { /* ours goes to the root */
+        POST(0, sb, count, dt, root);
+        goto out;
+    }
+    /* what each remote process sends us (blk) and we send each */
+    int blk = count, part = 0;
+    MPI_Aint from = 0; /* our share's offset in a remote process's input */
+    if (kind == KN_IC_RS_BLOCK) {
+        part = n ? total / n : 0; /* the remote processes' share: total is theirs too */
+        if ((MPI_Aint)part * n != total)
+            STEP(MPI_ERR_COUNT);
+    } else if (kind == KN_IC_RS) { /* their counts are not known here: whole inputs go */
+        blk = total;
+        from = (MPI_Aint)displs[me] * ext;
+    }
+    char *base = scratch(dt, blk * n, &is->base);
+    if (!base)
+        STEP(MPI_ERR_NO_MEM);
+    if ((err = MPI_Type_dup(dt, &is->dt)) != MPI_SUCCESS || (err = kn_mpi_op_hold(op, &is->op)) != MPI_SUCCESS)
+        goto out;
+    is->nblk = n;
+    is->cnt = kind == KN_IC_RS ? rcs[me] : count;
+    is->blk = base + from;
+    is->bstride = (MPI_Aint)blk * ext;
+    is->rb = rb;
+    for (int j = 0; j < n; j++)
+        POST(1, base + (MPI_Aint)j * blk * ext, blk, dt, j);
+    for (int j = 0; kind != KN_IC_REDUCE && j < n; j++) {
+        if (kind == KN_IC_RS_BLOCK)
+            POST(0, (const char *)sb + (MPI_Aint)j * part * ext, part, dt, j);
+        else
+            POST(0, sb, kind == KN_IC_RS ? total : count, dt, j);
+    }
+out:
+    free((void *)displs);
+    return sched_end(c, is, recv, err, nb, fn);
 }
 
 int kn_mpi_inter_reduction(kn_mpi_comm_t *c, int kind, const void *sb, void *rb, int count, const int *rcs,
-                           MPI_Datatype dt, MPI_Op op, int root, const char *fn)
+                           MPI_Datatype dt, MPI_Op op, int root, kn_mpi_isched_t **nb, const char *fn)
 {
     MPI_Comm L = c->inter->local->handle, B = c->inter->bridge->handle;
     int me = c->rank, ln = c->inter->local->size, at = AT_REMOTE, err;
     if (kind == KN_IC_REDUCE && (err = root_arg(c, root, &at, fn)) != MPI_SUCCESS)
         return err;
     if (at == AT_IDLE)
-        return MPI_SUCCESS;
+        return nb ? reduction_nb(c, kind, at, sb, rb, count, rcs, NULL, 0, dt, op, root, 0, nb, fn) : MPI_SUCCESS;
     if ((err = no_in_place(c, sb, rb, fn)) != MPI_SUCCESS)
         return err;
     MPI_Aint ext;
@@ -852,10 +1012,12 @@ int kn_mpi_inter_reduction(kn_mpi_comm_t *c, int kind, const void *sb, void *rb,
             total += rcs[i];
         }
     }
-    if (total < 0) {
+    if (total < 0 || count < 0) {
         free(displs);
         return kn_mpi_error(c, fn, MPI_ERR_COUNT, "count %d is negative", count);
     }
+    if (nb) /* takes displs */
+        return reduction_nb(c, kind, at, sb, rb, count, rcs, displs, total, dt, op, root, ext, nb, fn);
     void *b1 = NULL, *b2 = NULL;
     char *t1 = NULL, *t2 = NULL;
     if (at == AT_ROOT) {

@@ -378,20 +378,34 @@ enum {
     KN_IC_GATHER, KN_IC_SCATTER, KN_IC_ALLGATHER, KN_IC_ALLTOALL, KN_IC_GATHERV, KN_IC_SCATTERV,
     KN_IC_ALLGATHERV, KN_IC_REDUCE, KN_IC_ALLREDUCE, KN_IC_RS_BLOCK, KN_IC_RS,
 };
-int kn_mpi_inter_barrier(kn_mpi_comm_t *c, const char *fn);
-int kn_mpi_inter_bcast(kn_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, int root, const char *fn);
+/* nb: NULL for a blocking call; else a nonblocking one, whose schedule
+ * of point-to-point requests (all posted) is left in *nb for coll.c to
+ * hang on the request: kn_mpi_inter_test says whether it is done,
+ * kn_mpi_inter_finish waits for it, ends it (folds a reduction) and frees
+ * it, returning its MPI class (not raised). */
+typedef struct kn_mpi_isched kn_mpi_isched_t;
+int kn_mpi_inter_test(kn_mpi_isched_t *is);
+int kn_mpi_inter_finish(kn_mpi_isched_t *is);
+int kn_mpi_inter_barrier(kn_mpi_comm_t *c, kn_mpi_isched_t **nb, const char *fn);
+int kn_mpi_inter_bcast(kn_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, int root, kn_mpi_isched_t **nb,
+                       const char *fn);
 /* gather, scatter, allgather, alltoall and the v forms (scs/sdispls: the
  * send side's per-rank counts of scatterv, rcs/rdispls the receive side's
  * of gatherv and allgatherv) */
 int kn_mpi_inter_blocks(kn_mpi_comm_t *c, int kind, const void *sb, const int *scs, const int *sdispls, int sc,
                         MPI_Datatype sdt, void *rb, const int *rcs, const int *rdispls, int rc, MPI_Datatype rdt,
-                        int root, const char *fn);
+                        int root, kn_mpi_isched_t **nb, const char *fn);
 /* alltoallv (w = 0: one type a side, displacements in extents) and w */
 int kn_mpi_inter_alltoallvw(kn_mpi_comm_t *c, const void *sb, const int *scs, const int *sds,
                             const MPI_Datatype *sdts, void *rb, const int *rcs, const int *rds,
-                            const MPI_Datatype *rdts, int w, const char *fn);
+                            const MPI_Datatype *rdts, int w, kn_mpi_isched_t **nb, const char *fn);
 int kn_mpi_inter_reduction(kn_mpi_comm_t *c, int kind, const void *sb, void *rb, int count, const int *rcs,
-                           MPI_Datatype dt, MPI_Op op, int root, const char *fn);
+                           MPI_Datatype dt, MPI_Op op, int root, kn_mpi_isched_t **nb, const char *fn);
+/* coll.c: an op handle that stays valid for a reduction finished later
+ * (the op itself if predefined, else a private copy that outlives the
+ * program's MPI_Op_free), and its release. */
+int kn_mpi_op_hold(MPI_Op op, MPI_Op *out);
+void kn_mpi_op_drop(MPI_Op op);
 
 /* ------------------------------------------------------------ attributes */
 
