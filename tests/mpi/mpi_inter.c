@@ -512,6 +512,172 @@ static void derived(MPI_Comm ic)
     OK(MPI_Group_free(&lg));
 }
 
+static void my_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < *len; i++)
+        ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* Every nonblocking collective started at once, point-to-point while they
+ * run (a blocking implementation would deadlock here: the other side
+ * waits for this one's message before it starts its collectives), then
+ * completed together; a user op and a datatype freed while they run. */
+static void nonblocking(MPI_Comm ic)
+{
+    MPI_Request rq[32];
+    int k = 0;
+    /* roots: A's rank 0 for bcast, reduce, scatterv; B's last for gather, scatter, gatherv */
+    int a_root = side == 0 ? (li == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+    int b_last = side == 0 ? rn - 1 : ln - 1;
+    int b_root = side == 1 ? (li == b_last ? MPI_ROOT : MPI_PROC_NULL) : b_last;
+    int a0 = side == 0 ? L[0] : R[0], bl = side == 1 ? L[b_last] : R[b_last];
+    int rsum = 0;
+    for (int j = 0; j < rn; j++)
+        rsum += R[j];
+    /* the p2p that must get through while the collectives are pending:
+     * side B sends first and receives after; side A receives first */
+    int pv = -1, peer = li < rn ? li : -1;
+    if (side == 0 && peer >= 0)
+        OK(MPI_Recv(&pv, 1, MPI_INT, peer, 21, ic, MPI_STATUS_IGNORE));
+    int bc[3] = {-1, -1, -1};
+    if (a_root == MPI_ROOT)
+        bc[0] = me_w, bc[1] = me_w + 1, bc[2] = me_w + 2;
+    OK(MPI_Ibcast(bc, 3, MPI_INT, a_root, ic, &rq[k++]));
+    int gs = me_w * 3, gr[64];
+    OK(MPI_Igather(&gs, 1, MPI_INT, gr, 1, MPI_INT, b_root, ic, &rq[k++]));
+    int sc_in[64], sc_out = -1;
+    for (int j = 0; j < rn; j++)
+        sc_in[j] = me_w * 1000 + j;
+    OK(MPI_Iscatter(sc_in, 1, MPI_INT, &sc_out, 1, MPI_INT, b_root, ic, &rq[k++]));
+    int red_in[2] = {me_w, 1}, red_out[2] = {-1, -1};
+    OK(MPI_Ireduce(red_in, red_out, 2, MPI_INT, MPI_SUM, a_root, ic, &rq[k++]));
+    MPI_Op op;
+    OK(MPI_Op_create(my_sum, 0, &op));
+    int ar_out[2] = {-1, -1};
+    OK(MPI_Iallreduce(red_in, ar_out, 2, MPI_INT, op, ic, &rq[k++]));
+    OK(MPI_Op_free(&op)); /* still applied by the pending call */
+    MPI_Datatype vec;
+    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vec));
+    OK(MPI_Type_commit(&vec));
+    int vin[3] = {me_w, -50, 7}, vout[3] = {-1, -2, -1};
+    OK(MPI_Iallreduce(vin, vout, 1, vec, MPI_MAX, ic, &rq[k++]));
+    OK(MPI_Type_free(&vec));
+    int ag[64];
+    OK(MPI_Iallgather(&me_w, 1, MPI_INT, ag, 1, MPI_INT, ic, &rq[k++]));
+    int a2s[64], a2r[64];
+    for (int j = 0; j < rn; j++)
+        a2s[j] = me_w * 100 + j;
+    OK(MPI_Ialltoall(a2s, 1, MPI_INT, a2r, 1, MPI_INT, ic, &rq[k++]));
+    OK(MPI_Ibarrier(ic, &rq[k++]));
+    int total = ln * rn, rsb_in[64], rsb_out[64];
+    for (int i = 0; i < total; i++)
+        rsb_in[i] = me_w + i;
+    OK(MPI_Ireduce_scatter_block(rsb_in, rsb_out, rn, MPI_INT, MPI_SUM, ic, &rq[k++]));
+    int rcs[64], rs_out[65];
+    for (int i = 0; i < ln; i++)
+        rcs[i] = ln == 1 ? rn : i == 0 ? 2 * rn : i == ln - 1 ? 0 : rn;
+    OK(MPI_Ireduce_scatter(rsb_in, rs_out, rcs, MPI_INT, MPI_SUM, ic, &rq[k++]));
+    /* v forms: remote j gives / gets j + 1 ints */
+    int cnt[64], dsp[64], off = 0;
+    for (int j = 0; j < rn; j++) {
+        cnt[j] = j + 1;
+        dsp[j] = off;
+        off += j + 1;
+    }
+    int gv_in[64], gv_out[256], sv_in[256], sv_out[64], agv_out[256];
+    for (int q = 0; q <= li; q++)
+        gv_in[q] = me_w * 10 + q;
+    for (int q = 0; q < off; q++)
+        sv_in[q] = me_w * 10000 + q;
+    OK(MPI_Igatherv(gv_in, li + 1, MPI_INT, gv_out, cnt, dsp, MPI_INT, b_root, ic, &rq[k++]));
+    OK(MPI_Iscatterv(sv_in, cnt, dsp, MPI_INT, sv_out, li + 1, MPI_INT, a_root, ic, &rq[k++]));
+    OK(MPI_Iallgatherv(gv_in, li + 1, MPI_INT, agv_out, cnt, dsp, MPI_INT, ic, &rq[k++]));
+    int avs[64], avr[64], avsc[64], avsd[64], avrc[64], avrd[64], so = 0, ro = 0;
+    for (int j = 0; j < rn; j++) {
+        avsc[j] = a2a_cnt(side, li, j);
+        avsd[j] = so;
+        for (int q = 0; q < avsc[j]; q++)
+            avs[so + q] = me_w * 100 + q;
+        so += avsc[j];
+        avrc[j] = a2a_cnt(!side, j, li);
+        avrd[j] = ro;
+        ro += avrc[j];
+    }
+    OK(MPI_Ialltoallv(avs, avsc, avsd, MPI_INT, avr, avrc, avrd, MPI_INT, ic, &rq[k++]));
+    if (side == 1 && peer >= 0)
+        OK(MPI_Send(&me_w, 1, MPI_INT, peer, 21, ic));
+    if (side == 1 && peer >= 0) /* and the answer, still before completing */
+        OK(MPI_Recv(&pv, 1, MPI_INT, peer, 22, ic, MPI_STATUS_IGNORE));
+    if (side == 0 && peer >= 0)
+        OK(MPI_Send(&me_w, 1, MPI_INT, peer, 22, ic));
+    if (peer >= 0)
+        CHECK_EQ(pv, R[peer]);
+    /* complete: the first half one by one with Test, the rest at once */
+    for (int i = 0; i < k / 2; i++) {
+        int flag = 0;
+        for (long spin = 0; !flag; spin++) {
+            OK(MPI_Test(&rq[i], &flag, MPI_STATUS_IGNORE));
+            CHECK(spin < 100000000L);
+        }
+        CHECK(rq[i] == MPI_REQUEST_NULL);
+    }
+    MPI_Status sts[32];
+    OK(MPI_Waitall(k - k / 2, rq + k / 2, sts));
+    for (int i = 0; i < k - k / 2; i++) {
+        CHECK_EQ(sts[i].MPI_SOURCE, MPI_ANY_SOURCE);
+        CHECK_EQ(sts[i].MPI_TAG, MPI_ANY_TAG);
+    }
+    /* the values */
+    for (int q = 0; q < 3; q++)
+        CHECK_EQ(bc[q], side == 1 ? a0 + q : a_root == MPI_ROOT ? me_w + q : -1);
+    if (b_root == MPI_ROOT)
+        for (int j = 0; j < rn; j++)
+            CHECK_EQ(gr[j], R[j] * 3);
+    if (side == 0)
+        CHECK_EQ(sc_out, bl * 1000 + li);
+    else
+        CHECK_EQ(sc_out, -1);
+    if (a_root == MPI_ROOT) {
+        CHECK_EQ(red_out[0], rsum);
+        CHECK_EQ(red_out[1], rn);
+    } else {
+        CHECK_EQ(red_out[0], -1);
+    }
+    CHECK_EQ(ar_out[0], rsum);
+    CHECK_EQ(ar_out[1], rn);
+    int rmax = 0;
+    for (int j = 0; j < rn; j++)
+        rmax = R[j] > rmax ? R[j] : rmax;
+    CHECK_EQ(vout[0], rmax);
+    CHECK_EQ(vout[1], -2);
+    CHECK_EQ(vout[2], 7);
+    for (int j = 0; j < rn; j++) {
+        CHECK_EQ(ag[j], R[j]);
+        CHECK_EQ(a2r[j], R[j] * 100 + li);
+    }
+    for (int q = 0; q < rn; q++)
+        CHECK_EQ(rsb_out[q], rsum + rn * (li * rn + q));
+    int first = 0;
+    for (int i = 0; i < li; i++)
+        first += rcs[i];
+    for (int q = 0; q < rcs[li]; q++)
+        CHECK_EQ(rs_out[q], rsum + rn * (first + q));
+    if (b_root == MPI_ROOT)
+        for (int j = 0; j < rn; j++)
+            for (int q = 0; q <= j; q++)
+                CHECK_EQ(gv_out[dsp[j] + q], R[j] * 10 + q);
+    if (side == 1)
+        for (int q = 0; q <= li; q++)
+            CHECK_EQ(sv_out[q], a0 * 10000 + li * (li + 1) / 2 + q); /* the root's displacement for us */
+    for (int j = 0; j < rn; j++)
+        for (int q = 0; q <= j; q++)
+            CHECK_EQ(agv_out[dsp[j] + q], R[j] * 10 + q);
+    for (int j = 0; j < rn; j++)
+        for (int q = 0; q < avrc[j]; q++)
+            CHECK_EQ(avr[avrd[j] + q], R[j] * 100 + q);
+}
+
 static void errors(MPI_Comm ic)
 {
     int x = 0, f;
@@ -520,7 +686,11 @@ static void errors(MPI_Comm ic)
     CHECK_EQ(MPI_Scan(&x, &f, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_COMM);
     CHECK_EQ(MPI_Exscan(&x, &f, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_COMM);
     CHECK_EQ(MPI_Iscan(&x, &f, 1, MPI_INT, MPI_SUM, ic, &rq), MPI_ERR_COMM);
-    CHECK_EQ(MPI_Ibarrier(ic, &rq), MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK_EQ(MPI_Ibcast(&x, 1, MPI_INT, rn, ic, &rq), MPI_ERR_ROOT);
+    CHECK_EQ(MPI_Iallreduce(&x, &f, 1, MPI_INT, MPI_OP_NULL, ic, &rq), MPI_ERR_OP);
+    CHECK_EQ(MPI_Iallreduce(&x, &f, 1, MPI_INT, MPI_REPLACE, ic, &rq), MPI_ERR_OP);
+    CHECK_EQ(MPI_Ialltoall(&x, -1, MPI_INT, &f, 1, MPI_INT, ic, &rq), MPI_ERR_COUNT);
+    CHECK_EQ(MPI_Ibarrier(ic, NULL), MPI_ERR_ARG);
     CHECK_EQ(MPI_Bcast(&x, 1, MPI_INT, rn, ic), MPI_ERR_ROOT);
     CHECK_EQ(MPI_Bcast(&x, 1, MPI_INT, -7, ic), MPI_ERR_ROOT);
     CHECK_EQ(MPI_Bcast(&x, -1, MPI_INT, 0, ic), MPI_ERR_COUNT);
@@ -702,6 +872,7 @@ int main(int argc, char **argv)
                 rooted(ic, rside, rsz - 1);
         }
         all_kinds(ic);
+        nonblocking(ic);
         merge(ic);
         derived(ic);
         errors(ic);

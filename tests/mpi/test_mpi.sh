@@ -53,7 +53,7 @@ fatal type "MPI_Send: MPI_ERR_TYPE: invalid datatype"
 fatal comm "MPI_Send: MPI_ERR_COMM: invalid communicator"
 fatal truncate "MPI_Recv: MPI_ERR_TRUNCATE: message truncated"
 fatal request "MPI_Wait: MPI_ERR_REQUEST: invalid request"
-fatal unsupported "MPI_Ibarrier: MPI_ERR_UNSUPPORTED_OPERATION: .*intercommunicators are not implemented"
+fatal unsupported "MPI_Type_create_darray: MPI_ERR_UNSUPPORTED_OPERATION"
 # an uncommitted datatype is named: by its name, else by handle and maker
 fatal uncommitted "MPI_Send: MPI_ERR_TYPE: invalid datatype: datatype 0x[0-9a-f]* (unnamed, MPI_Type_vector of MPI_INT) is not committed"
 fatal uncommitted_named "MPI_Send: MPI_ERR_TYPE: invalid datatype: datatype pair_t is not committed"
