@@ -12,7 +12,10 @@
  * chosen id is free at every member).  A communicator's traffic uses
  *   ctx_id                      its point-to-point messages
  *   ctx_id | KN_MPI_CTX_INTERNAL  the MPI layer's own exchanges (creation)
- *   ctx_id | KNIT_COLL_CTX_BIT    collectives (knit_comm_t, src/coll)
+ *   ctx_id | KNIT_COLL_CTX_BIT    collectives (knit_comm_t, src/coll); on an
+ *                               intercommunicator, which has no knit_comm_t,
+ *                               inter.c's messages between the groups
+ * An intercommunicator's id is free at every member of both groups.
  */
 #ifndef KN_MPI_IMPL_H
 #define KN_MPI_IMPL_H
