@@ -1545,6 +1545,10 @@ static int mprobe_common(int source, int tag, MPI_Comm comm, int *flag, MPI_Mess
         *flag = a.flag;
     if (!a.flag)
         return MPI_SUCCESS;
+    /* index 0 is MPI_MESSAGE_NO_PROC's: never a message's handle */
+    static kn_mpi_msg_t no_proc;
+    if (kn_mpi.msgs.used == 0 && kn_mpi_tbl_add(&kn_mpi.msgs, &no_proc, 0) < 0)
+        return kn_mpi_error(c, fn, MPI_ERR_NO_MEM, "out of memory");
     kn_mpi_msg_t *m = malloc(sizeof(*m));
     int h = m ? kn_mpi_tbl_add(&kn_mpi.msgs, m, -1) : -1;
     if (h < 0) {
