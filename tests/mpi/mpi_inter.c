@@ -139,6 +139,19 @@ static void p2p(MPI_Comm ic)
             CHECK_EQ(back, R[k]);
             CHECK_EQ(st.MPI_SOURCE, k);
         }
+    /* matched probe: a message from remote rank 0 to everyone, taken by
+     * the handle; its status names the remote rank */
+    x = me_w + 7;
+    if (li == 0)
+        for (int j = 0; j < rn; j++)
+            OK(MPI_Send(&x, 1, MPI_INT, j, 6, ic));
+    MPI_Message msg;
+    OK(MPI_Mprobe(MPI_ANY_SOURCE, 6, ic, &msg, &st));
+    CHECK_EQ(st.MPI_SOURCE, 0);
+    back = -1;
+    OK(MPI_Mrecv(&back, 1, MPI_INT, &msg, &st));
+    CHECK_EQ(back, R[0] + 7);
+    CHECK_EQ(st.MPI_SOURCE, 0);
     /* sendrecv between local i and remote i, both ways at once */
     if (li < rn) {
         int got = -1;
@@ -400,6 +413,25 @@ static void derived(MPI_Comm ic)
     int len;
     OK(MPI_Comm_get_name(ic, name, &len));
     CHECK(!strcmp(name, "ic"));
+    /* info on an intercommunicator, and dup_with_info */
+    MPI_Info info, got;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "knit_side", side ? "b" : "a"));
+    OK(MPI_Comm_set_info(ic, info));
+    OK(MPI_Comm_get_info(ic, &got));
+    char val[8];
+    OK(MPI_Info_get(got, "knit_side", sizeof(val) - 1, val, &flag));
+    CHECK(flag && !strcmp(val, side ? "b" : "a"));
+    OK(MPI_Info_free(&got));
+    MPI_Comm di;
+    OK(MPI_Comm_dup_with_info(ic, info, &di));
+    check_shape(di);
+    OK(MPI_Comm_get_info(di, &got));
+    OK(MPI_Info_get(got, "knit_side", sizeof(val) - 1, val, &flag));
+    CHECK(flag && !strcmp(val, side ? "b" : "a"));
+    OK(MPI_Info_free(&got));
+    OK(MPI_Info_free(&info));
+    OK(MPI_Comm_free(&di));
     /* dup: congruent, its own matching, attribute copied */
     MPI_Comm d;
     copies = 0;
