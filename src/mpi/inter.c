@@ -155,6 +155,18 @@ typedef struct link {
     int tag, peer; /* peer: the other leader's job rank */
 } link_t;
 
+/* Whether a record from the other leader (len bytes) is whole and sane. */
+static int side_ok(const side_t *s, size_t len)
+{
+    if (len < sizeof(side_t) || s->n <= 0 || s->n > kn_mpi.size ||
+        len != sizeof(side_t) + (size_t)s->n * sizeof(ent_t))
+        return 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->ent[i].job < 0 || s->ent[i].job >= kn_mpi.size)
+            return 0;
+    return 1;
+}
+
 /* Swap blobs with the other leader (theirs: malloc'd). */
 static int swap(const link_t *l, const void *mine, size_t len, void **theirs, size_t *tlen)
 {
@@ -185,7 +197,8 @@ static int swap(const link_t *l, const void *mine, size_t len, void **theirs, si
  * other; l: where, significant at the leader): mine is this member's
  * entry, val the group's value.  Out: the local mask (*lmask), the local
  * entries (*lents, malloc'd, lx->n of them) and the other side's record
- * (*rs, malloc'd).  A failure anywhere fails it at every member of the
+ * (*rs, malloc'd).  The other side's record is checked at the leader; a
+ * failure of the leaders' exchange fails the call at every member of the
  * group. */
 static int agree(const kn_mpi_xset_t *lx, int leader, const link_t *l, const ent_t *mine, int val, uint32_t *lmask,
                  ent_t **lents, side_t **rs)
@@ -209,8 +222,7 @@ static int agree(const kn_mpi_xset_t *lx, int leader, const link_t *l, const ent
         me->val = val;
         memcpy(me->ent, all, (size_t)lx->n * sizeof(ent_t));
         size_t got = 0;
-        if (swap(l, me, mylen, &theirs, &got) != MPI_SUCCESS || got < sizeof(side_t) ||
-            got != sizeof(side_t) + (size_t)((side_t *)theirs)->n * sizeof(ent_t) || ((side_t *)theirs)->n <= 0) {
+        if (swap(l, me, mylen, &theirs, &got) != MPI_SUCCESS || !side_ok(theirs, got)) {
             free(theirs);
             theirs = NULL;
             got = 0; /* tells the group it failed */
