@@ -118,6 +118,26 @@ int MPI_Op_free(MPI_Op *op)
     return MPI_SUCCESS;
 }
 
+int kn_mpi_op_hold(MPI_Op op, MPI_Op *out)
+{
+    ops_init();
+    kn_mpi_op_t *o = kn_mpi_tbl_get(&ops, op);
+    if (!o)
+        return MPI_ERR_OP;
+    if (o->predefined) {
+        *out = op;
+        return MPI_SUCCESS;
+    }
+    return MPI_Op_create(o->fn, o->commute, out);
+}
+
+void kn_mpi_op_drop(MPI_Op op)
+{
+    kn_mpi_op_t *o = kn_mpi_tbl_get(&ops, op);
+    if (o && !o->predefined)
+        MPI_Op_free(&op);
+}
+
 int MPI_Op_commutative(MPI_Op op, int *commute)
 {
     KN_MPI_READY();
@@ -197,6 +217,7 @@ struct kn_mpi_coll {
     int nact, capact;
     knit_op_t kop;
     uop_t uop;
+    kn_mpi_isched_t *is;      /* on an intercommunicator: inter.c's schedule instead of cr */
 };
 typedef struct kn_mpi_coll cst_t;
 
@@ -609,6 +630,8 @@ static int st_run(cst_t *s, knit_status_t k)
 
 int kn_mpi_coll_test(kn_mpi_req_t *r)
 {
+    if (r->coll->is)
+        return kn_mpi_inter_test(r->coll->is);
     if (!knit_coll_done(r->coll->cr))
         knit_progress(kn_mpi.ctx);
     return knit_coll_done(r->coll->cr);
@@ -617,7 +640,14 @@ int kn_mpi_coll_test(kn_mpi_req_t *r)
 int kn_mpi_coll_finish(kn_mpi_req_t *r)
 {
     cst_t *s = r->coll;
-    int cls = st_finish(s, knit_coll_wait(&s->cr));
+    int cls;
+    if (s->is) {
+        cls = kn_mpi_inter_finish(s->is);
+        s->is = NULL;
+        st_free(s);
+    } else {
+        cls = st_finish(s, knit_coll_wait(&s->cr));
+    }
     MPI_Status *st = &r->done_st;
     st->MPI_SOURCE = MPI_ANY_SOURCE;
     st->MPI_TAG = MPI_ANY_TAG;
@@ -637,7 +667,7 @@ static kn_mpi_comm_t *comm_arg(MPI_Comm comm, MPI_Request *req, int nb, const ch
     kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, fn, err);
     if (!c)
         return NULL;
-    if (!c->kc) {
+    if (!c->kc && !c->inter) { /* an intercommunicator's go to inter.c: the caller looks */
         *err = kn_mpi_error(c, fn, MPI_ERR_INTERN, "%s has no native communicator", kn_mpi_comm_label(c));
         return NULL;
     }
@@ -653,9 +683,8 @@ static int root_arg(kn_mpi_comm_t *c, int root, const char *fn)
     if (root >= 0 && root < c->size)
         return MPI_SUCCESS;
     if (root == MPI_ROOT || root == MPI_PROC_NULL)
-        return kn_mpi_error(c, fn, MPI_ERR_ROOT,
-                            "root %s belongs to intercommunicators, which knit does not support",
-                            root == MPI_ROOT ? "MPI_ROOT" : "MPI_PROC_NULL");
+        return kn_mpi_error(c, fn, MPI_ERR_ROOT, "root %s belongs to intercommunicators; %s is an intracommunicator",
+                            root == MPI_ROOT ? "MPI_ROOT" : "MPI_PROC_NULL", kn_mpi_comm_label(c));
     return kn_mpi_error(c, fn, MPI_ERR_ROOT, "root %d not in [0, %d) of %s", root, c->size, kn_mpi_comm_label(c));
 }
 
@@ -707,6 +736,22 @@ static int sizes_match(kn_mpi_comm_t *c, size_t sent, size_t expected, const cha
             return err_;                        \
     } while (0)
 
+/* An intercommunicator's collective: inter.c's call (its argument IS
+ * the schedule's out-parameter) blocking, or a schedule handed out as the
+ * request of a nonblocking call. */
+#define INTER(call)                                                          \
+    do {                                                                     \
+        if (!nb) {                                                           \
+            kn_mpi_isched_t **IS = NULL;                                     \
+            return call;                                                     \
+        }                                                                    \
+        cst_t local_, *s_;                                                   \
+        TRY(st_open(c, req, &local_, &s_, fn));                              \
+        kn_mpi_isched_t **IS = &s_->is;                                      \
+        int e_ = (call);                                                     \
+        return e_ == MPI_SUCCESS ? st_run(s_, KNIT_OK) : st_abort(s_, e_);   \
+    } while (0)
+
 /* ------------------------------------------------------------- barrier */
 
 static int barrier(MPI_Comm comm, MPI_Request *req, int nb, const char *fn)
@@ -715,6 +760,8 @@ static int barrier(MPI_Comm comm, MPI_Request *req, int nb, const char *fn)
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        INTER(kn_mpi_inter_barrier(c, IS, fn));
     cst_t local, *s;
     TRY(st_open(c, req, &local, &s, fn));
     return st_run(s, BLOCKING(s) ? knit_barrier(c->kc) : knit_ibarrier(c->kc, &s->cr));
@@ -742,6 +789,8 @@ static int bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        INTER(kn_mpi_inter_bcast(c, buf, count, dt, root, IS, fn));
     TRY(root_arg(c, root, fn));
     TRY(buf_arg(c, buf, count, dt, &t, "", fn));
     cst_t local, *s;
@@ -774,7 +823,8 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 
 /* ------------------------------------------------- gather, scatter, all* */
 
-enum { K_GATHER, K_SCATTER, K_ALLGATHER, K_ALLTOALL };
+enum { K_GATHER = KN_IC_GATHER, K_SCATTER = KN_IC_SCATTER, K_ALLGATHER = KN_IC_ALLGATHER,
+       K_ALLTOALL = KN_IC_ALLTOALL };
 
 /* Gather, scatter, allgather, alltoall: equal blocks.  The "many" side
  * (size blocks) is the receive side but for scatter, where it is the
@@ -786,6 +836,8 @@ static int blocks_eq(int kind, const void *sb, int sc, MPI_Datatype sdt, void *r
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter) /* K_GATHER .. K_ALLTOALL are KN_IC_GATHER .. KN_IC_ALLTOALL */
+        INTER(kn_mpi_inter_blocks(c, kind, sb, NULL, NULL, sc, sdt, rb, NULL, NULL, rc, rdt, root, IS, fn));
     int scatter = kind == K_SCATTER, rooted = kind == K_GATHER || scatter;
     if (rooted)
         TRY(root_arg(c, root, fn));
@@ -940,6 +992,9 @@ static int blocks_v(int kind, const void *sb, const int *scs, const int *sdispls
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        INTER(kn_mpi_inter_blocks(c, KN_IC_GATHERV + kind, sb, scs, sdispls, sc, sdt, rb, rcs, rdispls, rc, rdt,
+                                  root, IS, fn));
     int vsend = kind == K_SCATTERV, rooted = kind != K_ALLGATHERV;
     if (rooted)
         TRY(root_arg(c, root, fn));
@@ -1067,6 +1122,8 @@ static int alltoallvw(const void *sb, const int *scs, const int *sds, const MPI_
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter)
+        INTER(kn_mpi_inter_alltoallvw(c, sb, scs, sds, sdts, rb, rcs, rds, rdts, w, IS, fn));
     int p = c->size, inplace = IS_IN_PLACE(sb);
     if (IS_IN_PLACE(rb))
         return kn_mpi_error(c, fn, MPI_ERR_ARG, "MPI_IN_PLACE is not allowed as the receive buffer");
@@ -1158,9 +1215,33 @@ static int reduction(int kind, const void *sb, void *rb, int count, const int *r
                      int root, MPI_Comm comm, MPI_Request *req, int nb, const char *fn)
 {
     int err;
+    kn_mpi_comm_t *ic = kn_mpi_comm(comm);
+    if (ic && ic->inter && (kind == K_SCAN || kind == K_EXSCAN))
+        return kn_mpi_error(ic, fn, MPI_ERR_COMM, "%s is an intercommunicator: scans are for intracommunicators",
+                            kn_mpi_comm_label(ic));
     kn_mpi_comm_t *c = comm_arg(comm, req, nb, fn, &err);
     if (!c)
         return err;
+    if (c->inter) {
+        int ik = kind == K_REDUCE      ? KN_IC_REDUCE
+                 : kind == K_ALLREDUCE ? KN_IC_ALLREDUCE
+                 : kind == K_RS_BLOCK  ? KN_IC_RS_BLOCK
+                                       : KN_IC_RS;
+        if (nb && !(kind == K_REDUCE && root == MPI_PROC_NULL)) {
+            /* the fold at the end must not fail: op and datatype now */
+            kn_mpi_type_t *t = kn_mpi_type_arg(c, dt, fn, &err);
+            if (!t)
+                return err;
+            kn_mpi_op_t *o = op_arg(c, op, fn, &err);
+            if (!o)
+                return err;
+            cst_t chk;
+            view_t v;
+            TRY(st_open(c, NULL, &chk, &(cst_t *){NULL}, fn));
+            TRY(red_view(&chk, t, o, 0, &v));
+        }
+        INTER(kn_mpi_inter_reduction(c, ik, sb, rb, count, rcs, dt, op, root, IS, fn));
+    }
     if (kind == K_REDUCE)
         TRY(root_arg(c, root, fn));
     int me = c->rank, p = c->size;

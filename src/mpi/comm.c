@@ -38,12 +38,7 @@ kn_mpi_comm_t *kn_mpi_comm_arg_error(MPI_Comm h, const char *fn, int *err)
 
 /* A set of processes exchanging on one context and tag (a communicator's
  * members, or a group's for MPI_Comm_create_group). */
-typedef struct xset {
-    uint32_t ctx;
-    int tag;
-    int n, me;
-    const int *ranks; /* job ranks */
-} xset_t;
+typedef kn_mpi_xset_t xset_t;
 
 static xset_t xset_of(const kn_mpi_comm_t *c)
 {
@@ -118,6 +113,26 @@ static int xallgather(const xset_t *x, const void *mine, size_t len, void *all)
     return err;
 }
 
+kn_mpi_xset_t kn_mpi_xset_of(const kn_mpi_comm_t *c)
+{
+    return xset_of(c);
+}
+
+int kn_mpi_xbcast(const kn_mpi_xset_t *x, void *buf, size_t len)
+{
+    return xbcast(x, buf, len);
+}
+
+int kn_mpi_xallreduce_and(const kn_mpi_xset_t *x, uint32_t *v, int n)
+{
+    return xallreduce_and(x, v, n);
+}
+
+int kn_mpi_xallgather(const kn_mpi_xset_t *x, const void *mine, size_t len, void *all)
+{
+    return xallgather(x, mine, len, all);
+}
+
 /* Agree on a context id free at every member of the set; member: whether
  * this process joins the new communicator (and so takes the id). */
 static int agree_ctx(const xset_t *x, int member, uint32_t *id)
@@ -143,6 +158,8 @@ static int agree_ctx(const xset_t *x, int member, uint32_t *id)
 
 void kn_mpi_comm_destroy(kn_mpi_comm_t *c)
 {
+    if (c->inter)
+        kn_mpi_inter_destroy(c);
 #if KN_MPI_HAVE_KNIT_COMM
     if (c->kc && c->ctx_id != 0)
         knit_comm_destroy(c->kc);
@@ -211,6 +228,11 @@ err:
     return MPI_ERR_NO_MEM;
 }
 
+int kn_mpi_comm_make(const int *ranks, int n, uint32_t ctx, MPI_Errhandler errh, kn_mpi_comm_t **out)
+{
+    return comm_new(ranks, n, ctx, -1, errh, out);
+}
+
 int kn_mpi_comms_init(void)
 {
     int n = kn_mpi.size;
@@ -235,10 +257,11 @@ int kn_mpi_comms_init(void)
 
 void kn_mpi_comms_fini(void)
 {
-    /* what the program did not free goes now, without callbacks */
-    for (int i = 0; i < kn_mpi.comms.used; i++) {
-        kn_mpi_comm_t *c = kn_mpi.comms.slot[i];
-        if (!c)
+    /* what the program did not free goes now, without callbacks; the
+     * intercommunicators first, as they take their inner communicators */
+    for (int i = 0; i < 2 * kn_mpi.comms.used; i++) {
+        kn_mpi_comm_t *c = kn_mpi.comms.slot[i % kn_mpi.comms.used];
+        if (!c || (i < kn_mpi.comms.used && !c->inter))
             continue;
         kn_mpi_attr_t *a = c->attrs;
         while (a) {
@@ -284,7 +307,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
     KN_MPI_COMM_ARG(c, comm);
     if (!size)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "size is NULL");
-    *size = c->size;
+    *size = c->inter ? kn_mpi_inter_local(c)->size : c->size;
     return MPI_SUCCESS;
 }
 
@@ -296,32 +319,6 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "rank is NULL");
     *rank = c->rank;
     return MPI_SUCCESS;
-}
-
-int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
-{
-    KN_MPI_READY();
-    KN_MPI_COMM_ARG(c, comm);
-    if (!flag)
-        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "flag is NULL");
-    *flag = 0; /* knit has intracommunicators only */
-    return MPI_SUCCESS;
-}
-
-int MPI_Comm_remote_size(MPI_Comm comm, int *size)
-{
-    KN_MPI_READY();
-    KN_MPI_COMM_ARG(c, comm);
-    (void)size;
-    return kn_mpi_error(c, __func__, MPI_ERR_COMM, "%s is not an intercommunicator", kn_mpi_comm_label(c));
-}
-
-int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
-{
-    KN_MPI_READY();
-    KN_MPI_COMM_ARG(c, comm);
-    (void)group;
-    return kn_mpi_error(c, __func__, MPI_ERR_COMM, "%s is not an intercommunicator", kn_mpi_comm_label(c));
 }
 
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
@@ -384,6 +381,8 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
         return err;
     if (!result)
         return kn_mpi_error(a, __func__, MPI_ERR_ARG, "result is NULL");
+    if (a->inter || b->inter)
+        return kn_mpi_inter_compare(a, b, result);
     if (a == b) {
         *result = MPI_IDENT;
         return MPI_SUCCESS;
@@ -412,13 +411,18 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         return err;
     if (!newcomm)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "newcomm is NULL");
-    xset_t x = xset_of(c);
-    uint32_t id;
-    if ((err = agree_ctx(&x, 1, &id)) != MPI_SUCCESS)
-        return kn_mpi_error(c, __func__, err, "cannot agree on a context id");
     MPI_Comm h;
-    if ((err = make_child(c, c->ranks, c->size, id, &h)) != MPI_SUCCESS)
-        return kn_mpi_error(c, __func__, err, "cannot create the communicator");
+    if (c->inter) {
+        if ((err = kn_mpi_inter_dup(c, &h, __func__)) != MPI_SUCCESS)
+            return err;
+    } else {
+        xset_t x = xset_of(c);
+        uint32_t id;
+        if ((err = agree_ctx(&x, 1, &id)) != MPI_SUCCESS)
+            return kn_mpi_error(c, __func__, err, "cannot agree on a context id");
+        if ((err = make_child(c, c->ranks, c->size, id, &h)) != MPI_SUCCESS)
+            return kn_mpi_error(c, __func__, err, "cannot create the communicator");
+    }
     kn_mpi_comm_t *n = kn_mpi_comm(h);
     if ((err = kn_mpi_attrs_copy(KN_K_COMM, comm, c->attrs, &n->attrs)) != MPI_SUCCESS) {
         MPI_Comm_free(&h);
@@ -438,13 +442,27 @@ int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
     return err;
 }
 
+/* The duplicate is made before the call returns (MPI_Comm_dup: the other
+ * members must call it too, as for any collective) and the request is
+ * complete, reported by the first MPI_Wait/Test on it. */
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
 {
     KN_MPI_READY();
-    (void)newcomm;
-    (void)request;
-    return kn_mpi_error(kn_mpi_comm(comm), __func__, MPI_ERR_UNSUPPORTED_OPERATION,
-                        "nonblocking communicator creation is not implemented (use MPI_Comm_dup)");
+    KN_MPI_COMM_ARG(c, comm);
+    if (!newcomm || !request)
+        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "%s is NULL", newcomm ? "request" : "newcomm");
+    kn_mpi_req_t *r = kn_mpi_req_new(c, NULL, KN_RQ_DONE);
+    if (!r)
+        return kn_mpi_error(c, __func__, MPI_ERR_NO_MEM, "out of memory");
+    int err = MPI_Comm_dup(comm, newcomm);
+    if (err != MPI_SUCCESS) {
+        kn_mpi_req_release(r);
+        return err;
+    }
+    r->active = 1;
+    r->done_st = (MPI_Status){.MPI_SOURCE = MPI_ANY_SOURCE, .MPI_TAG = MPI_ANY_TAG, .MPI_ERROR = MPI_SUCCESS};
+    *request = r->handle;
+    return MPI_SUCCESS;
 }
 
 struct split_ent {
@@ -503,6 +521,8 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     KN_MPI_READY();
     KN_MPI_COMM_ARG(c, comm);
+    if (c->inter)
+        return kn_mpi_inter_split(c, color, key, newcomm, __func__);
     return split(c, color, key, newcomm, __func__);
 }
 
@@ -514,6 +534,8 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, M
     if (!c)
         return err;
     (void)info;
+    if (c->inter)
+        return kn_mpi_error(c, __func__, MPI_ERR_COMM, "%s is an intercommunicator", kn_mpi_comm_label(c));
     int color;
     switch (split_type) {
     case MPI_UNDEFINED:
@@ -567,6 +589,8 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
         return err;
     if (!newcomm)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "newcomm is NULL");
+    if (c->inter)
+        return kn_mpi_inter_create(c, g->ranks, g->n, newcomm, __func__);
     for (int i = 0; i < g->n; i++)
         if (c->job2comm[g->ranks[i]] < 0)
             return kn_mpi_error(c, __func__, MPI_ERR_GROUP, "the group has a process outside %s",
@@ -596,6 +620,8 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *new
         return err;
     if (!newcomm)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "newcomm is NULL");
+    if (c->inter)
+        return kn_mpi_error(c, __func__, MPI_ERR_COMM, "%s is an intercommunicator", kn_mpi_comm_label(c));
     if (tag < 0 || tag > KN_MPI_TAG_UB)
         return kn_mpi_error(c, __func__, MPI_ERR_TAG, "tag %d not in [0, %d]", tag, KN_MPI_TAG_UB);
     int me = group_rank_of(g, kn_mpi.rank);
@@ -631,23 +657,6 @@ int MPI_Comm_free(MPI_Comm *comm)
     *comm = MPI_COMM_NULL;
     kn_mpi_comm_unref(c);
     return MPI_SUCCESS;
-}
-
-int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
-                         int remote_leader, int tag, MPI_Comm *newintercomm)
-{
-    KN_MPI_READY();
-    (void)local_leader, (void)peer_comm, (void)remote_leader, (void)tag, (void)newintercomm;
-    return kn_mpi_error(kn_mpi_comm(local_comm), __func__, MPI_ERR_UNSUPPORTED_OPERATION,
-                        "intercommunicators are not implemented");
-}
-
-int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
-{
-    KN_MPI_READY();
-    (void)high, (void)newintracomm;
-    return kn_mpi_error(kn_mpi_comm(intercomm), __func__, MPI_ERR_UNSUPPORTED_OPERATION,
-                        "intercommunicators are not implemented");
 }
 
 int MPI_Topo_test(MPI_Comm comm, int *status)
@@ -756,6 +765,11 @@ static int group_new(const int *ranks, int n, MPI_Group *out)
     return MPI_SUCCESS;
 }
 
+int kn_mpi_group_make(const int *ranks, int n, MPI_Group *out)
+{
+    return group_new(ranks, n, out);
+}
+
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
     KN_MPI_READY();
@@ -765,7 +779,8 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
         return err;
     if (!group)
         return kn_mpi_error(c, __func__, MPI_ERR_ARG, "group is NULL");
-    err = group_new(c->ranks, c->size, group);
+    kn_mpi_comm_t *l = c->inter ? kn_mpi_inter_local(c) : c; /* the local group */
+    err = group_new(l->ranks, l->size, group);
     return err == MPI_SUCCESS ? err : kn_mpi_error(c, __func__, err, "out of memory");
 }
 

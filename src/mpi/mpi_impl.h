@@ -12,7 +12,10 @@
  * chosen id is free at every member).  A communicator's traffic uses
  *   ctx_id                      its point-to-point messages
  *   ctx_id | KN_MPI_CTX_INTERNAL  the MPI layer's own exchanges (creation)
- *   ctx_id | KNIT_COLL_CTX_BIT    collectives (knit_comm_t, src/coll)
+ *   ctx_id | KNIT_COLL_CTX_BIT    collectives (knit_comm_t, src/coll); on an
+ *                               intercommunicator, which has no knit_comm_t,
+ *                               inter.c's messages between the groups
+ * An intercommunicator's id is free at every member of both groups.
  */
 #ifndef KN_MPI_IMPL_H
 #define KN_MPI_IMPL_H
@@ -86,6 +89,12 @@ typedef struct kn_mpi_group {
     int refs;
 } kn_mpi_group_t;
 
+typedef struct kn_mpi_inter kn_mpi_inter_t; /* an intercommunicator's part (inter.c) */
+
+/* An intercommunicator's size, ranks and job2comm are its REMOTE group's
+ * (the ranks point-to-point names), rank is this process's rank in the
+ * local group, kc is NULL and inter holds the rest.  inter is NULL for an
+ * intracommunicator. */
 typedef struct kn_mpi_comm {
     MPI_Comm handle;
     uint32_t ctx_id;
@@ -99,6 +108,7 @@ typedef struct kn_mpi_comm {
     kn_mpi_attr_t *attrs;
     MPI_Info info;
     void *coll;          /* private slot of the collectives layer */
+    kn_mpi_inter_t *inter; /* intercommunicators only */
     char name[MPI_MAX_OBJECT_NAME];
 } kn_mpi_comm_t;
 
@@ -338,6 +348,68 @@ static inline void kn_mpi_comm_unref(kn_mpi_comm_t *c)
 int kn_mpi_comms_init(void);
 void kn_mpi_comms_fini(void);
 const char *kn_mpi_comm_label(const kn_mpi_comm_t *c); /* its name, for messages */
+/* A new intracommunicator over job ranks[0..n) with context id ctx (marked
+ * used), a native communicator and error handler errh. */
+int kn_mpi_comm_make(const int *ranks, int n, uint32_t ctx, MPI_Errhandler errh, kn_mpi_comm_t **out);
+/* A new group of job ranks[0..n) (MPI_GROUP_EMPTY if n is 0). */
+int kn_mpi_group_make(const int *ranks, int n, MPI_Group *out);
+
+/* The internal exchanges of comm.c (point-to-point on one context and tag
+ * among a set of processes), for inter.c's creation protocols. */
+typedef struct kn_mpi_xset {
+    uint32_t ctx;
+    int tag;
+    int n, me;
+    const int *ranks; /* job ranks */
+} kn_mpi_xset_t;
+kn_mpi_xset_t kn_mpi_xset_of(const kn_mpi_comm_t *c); /* an intracommunicator's members */
+int kn_mpi_xbcast(const kn_mpi_xset_t *x, void *buf, size_t len); /* from member 0 */
+int kn_mpi_xallreduce_and(const kn_mpi_xset_t *x, uint32_t *v, int n);
+int kn_mpi_xallgather(const kn_mpi_xset_t *x, const void *mine, size_t len, void *all);
+
+/* ---------------------------------------------------- intercommunicators */
+
+/* inter.c: the parts of comm.c's and coll.c's calls that differ on an
+ * intercommunicator c (c->inter != NULL).  Each raises its errors on c. */
+void kn_mpi_inter_destroy(kn_mpi_comm_t *c);          /* from kn_mpi_comm_destroy */
+kn_mpi_comm_t *kn_mpi_inter_local(kn_mpi_comm_t *c);  /* the local group's intracommunicator */
+int kn_mpi_inter_dup(kn_mpi_comm_t *c, MPI_Comm *newcomm, const char *fn);
+int kn_mpi_inter_split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, const char *fn);
+int kn_mpi_inter_create(kn_mpi_comm_t *c, const int *granks, int gn, MPI_Comm *newcomm, const char *fn);
+int kn_mpi_inter_compare(kn_mpi_comm_t *a, kn_mpi_comm_t *b, int *result);
+/* collectives (blocking; MPI-3.1 5.2.2): kind names the call */
+enum {
+    KN_IC_GATHER, KN_IC_SCATTER, KN_IC_ALLGATHER, KN_IC_ALLTOALL, KN_IC_GATHERV, KN_IC_SCATTERV,
+    KN_IC_ALLGATHERV, KN_IC_REDUCE, KN_IC_ALLREDUCE, KN_IC_RS_BLOCK, KN_IC_RS,
+};
+/* nb: NULL for a blocking call; else a nonblocking one, whose schedule
+ * of point-to-point requests (all posted) is left in *nb for coll.c to
+ * hang on the request: kn_mpi_inter_test says whether it is done,
+ * kn_mpi_inter_finish waits for it, ends it (folds a reduction) and frees
+ * it, returning its MPI class (not raised). */
+typedef struct kn_mpi_isched kn_mpi_isched_t;
+int kn_mpi_inter_test(kn_mpi_isched_t *is);
+int kn_mpi_inter_finish(kn_mpi_isched_t *is);
+int kn_mpi_inter_barrier(kn_mpi_comm_t *c, kn_mpi_isched_t **nb, const char *fn);
+int kn_mpi_inter_bcast(kn_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, int root, kn_mpi_isched_t **nb,
+                       const char *fn);
+/* gather, scatter, allgather, alltoall and the v forms (scs/sdispls: the
+ * send side's per-rank counts of scatterv, rcs/rdispls the receive side's
+ * of gatherv and allgatherv) */
+int kn_mpi_inter_blocks(kn_mpi_comm_t *c, int kind, const void *sb, const int *scs, const int *sdispls, int sc,
+                        MPI_Datatype sdt, void *rb, const int *rcs, const int *rdispls, int rc, MPI_Datatype rdt,
+                        int root, kn_mpi_isched_t **nb, const char *fn);
+/* alltoallv (w = 0: one type a side, displacements in extents) and w */
+int kn_mpi_inter_alltoallvw(kn_mpi_comm_t *c, const void *sb, const int *scs, const int *sds,
+                            const MPI_Datatype *sdts, void *rb, const int *rcs, const int *rds,
+                            const MPI_Datatype *rdts, int w, kn_mpi_isched_t **nb, const char *fn);
+int kn_mpi_inter_reduction(kn_mpi_comm_t *c, int kind, const void *sb, void *rb, int count, const int *rcs,
+                           MPI_Datatype dt, MPI_Op op, int root, kn_mpi_isched_t **nb, const char *fn);
+/* coll.c: an op handle that stays valid for a reduction finished later
+ * (the op itself if predefined, else a private copy that outlives the
+ * program's MPI_Op_free), and its release. */
+int kn_mpi_op_hold(MPI_Op op, MPI_Op *out);
+void kn_mpi_op_drop(MPI_Op op);
 
 /* ------------------------------------------------------------ attributes */
 

@@ -163,6 +163,10 @@ static int check_recv_args(MPI_Comm comm, const void *buf, int count, MPI_Dataty
     int err;
     if (!(*c = kn_mpi_comm_arg(comm, fn, &err)))
         return err;
+    if (source == MPI_PROC_NULL) { /* completes at once: buffer, count and datatype do not matter (as MPICH) */
+        *t = kn_mpi_type(MPI_BYTE);
+        return check_src_tag(*c, source, tag, fn);
+    }
     if ((err = check_buf_type(*c, buf, count, dt, t, fn)) != MPI_SUCCESS)
         return err;
     return check_src_tag(*c, source, tag, fn);
@@ -770,7 +774,7 @@ static int irecv_common(void *buf, int count, MPI_Datatype datatype, int source,
     if (!r)
         return kn_mpi_error(c, fn, MPI_ERR_NO_MEM, "out of memory");
     r->buf = buf;
-    r->count = count;
+    r->count = source == MPI_PROC_NULL ? 0 : count;
     r->peer = source;
     r->tag = tag;
     r->persistent = persistent;
@@ -1542,6 +1546,10 @@ static int mprobe_common(int source, int tag, MPI_Comm comm, int *flag, MPI_Mess
         *flag = a.flag;
     if (!a.flag)
         return MPI_SUCCESS;
+    /* index 0 is MPI_MESSAGE_NO_PROC's: never a message's handle */
+    static kn_mpi_msg_t no_proc;
+    if (kn_mpi.msgs.used == 0 && kn_mpi_tbl_add(&kn_mpi.msgs, &no_proc, 0) < 0)
+        return kn_mpi_error(c, fn, MPI_ERR_NO_MEM, "out of memory");
     kn_mpi_msg_t *m = malloc(sizeof(*m));
     int h = m ? kn_mpi_tbl_add(&kn_mpi.msgs, m, -1) : -1;
     if (h < 0) {
@@ -1595,8 +1603,8 @@ static int mrecv_post(void *buf, int count, MPI_Datatype datatype, MPI_Message *
     if (err != MPI_SUCCESS)
         return err;
     kn_mpi_comm_t *c = m ? m->comm : kn_mpi_comm(MPI_COMM_SELF);
-    kn_mpi_type_t *t;
-    if ((err = check_buf_type(c, buf, count, datatype, &t, fn)) != MPI_SUCCESS)
+    kn_mpi_type_t *t = kn_mpi_type(MPI_BYTE); /* MPI_MESSAGE_NO_PROC: anything goes, as a receive from MPI_PROC_NULL */
+    if (m && (err = check_buf_type(c, buf, count, datatype, &t, fn)) != MPI_SUCCESS)
         return err;
     kn_mpi_req_t *r = req_new(c, t, KN_RQ_RECV);
     if (!r)

@@ -53,7 +53,10 @@ static const char *st_what(knit_status_t st)
     switch (st) {
     case KNIT_ERR_FAULT: return "the origin's buffer is not accessible";
     case KNIT_ERR_PEER_FAULT: return "the target's memory is not accessible";
-    case KNIT_ERR_NOT_SUPPORTED: return "not supported here (docs/mpi.md, One-sided)";
+    case KNIT_ERR_NOT_SUPPORTED:
+        return "one-sided operations between nodes, and accumulates and atomics on memory outside the shared heap "
+               "(MPI_Win_allocate's, MPI_Alloc_mem's), are carried by the node agents, which this job does not have "
+               "(knitrun --no-offload?): docs/mpi.md, One-sided";
     default: return knit_strerror(st);
     }
 }

@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     MPI_Info info = MPI_INFO_NULL;
     EXPECT(MPI_Info_set(info, "a", "b"), MPI_ERR_INFO);
     MPI_Comm ic;
-    EXPECT(MPI_Intercomm_create(w, 0, w, 0, 0, &ic), MPI_ERR_UNSUPPORTED_OPERATION);
+    EXPECT(MPI_Intercomm_create(w, mt_size, w, 0, 0, &ic), MPI_ERR_RANK); /* local_leader: checked everywhere */
     EXPECT(MPI_Comm_remote_size(w, &sz), MPI_ERR_COMM);
     int dims[2] = {0, 0};
     EXPECT(MPI_Dims_create(-1, 2, dims), MPI_ERR_ARG);

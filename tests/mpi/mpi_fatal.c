@@ -10,6 +10,9 @@ int main(int argc, char **argv)
     int buf[4] = {0};
     if (!strcmp(what, "all")) /* every rank at once: one verdict, nothing else */
         MPI_Send(buf, 1, MPI_INT, mt_size + 5, 0, MPI_COMM_WORLD);
+    MPI_Win win = MPI_WIN_NULL;
+    if (!strcmp(what, "unsupported")) /* a window over memory outside the shared heap: needs the agents */
+        MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     if (mt_rank == mt_size - 1) {
         if (!strcmp(what, "rank"))
             MPI_Send(buf, 1, MPI_INT, mt_size + 5, 0, MPI_COMM_WORLD);
@@ -35,8 +38,8 @@ int main(int argc, char **argv)
             MPI_Type_set_name(t, "pair_t");
             MPI_Send(buf, 1, t, 0, 0, MPI_COMM_WORLD);
         } else if (!strcmp(what, "unsupported")) {
-            MPI_Comm c;
-            MPI_Comm_idup(MPI_COMM_WORLD, &c, NULL);
+            MPI_Win_lock_all(0, win);
+            MPI_Accumulate(buf, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, win);
         }
         printf("not reached: the error did not end the job\n");
         fflush(stdout);

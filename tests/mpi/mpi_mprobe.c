@@ -23,6 +23,7 @@ int main(int argc, char **argv)
     OK(MPI_Recv(w, 3, MPI_INT, left, 4, MPI_COMM_WORLD, &st));
     OK(MPI_Get_count(&st, MPI_INT, &n));
     CHECK(n == 2 && w[1] == 1);
+    w[0] = -1; /* the probed message must land here */
     OK(MPI_Mrecv(w, 1, MPI_INT, &m, &st));
     CHECK(m == MPI_MESSAGE_NULL);
     CHECK(w[0] == left);

@@ -22,7 +22,7 @@ if [ $? -ne 0 ]; then
     fi
 fi
 
-for prog in env errors order persist dtype dtype_big comm attr bsend mprobe cancel modes suite_style win; do
+for prog in env errors order persist dtype dtype_big comm attr bsend mprobe cancel modes suite_style win inter; do
     for np in 1 2 3 4 8; do
         job "$prog.n$np" "$np" 1 "mpi_$prog"
     done
@@ -36,9 +36,9 @@ for prog in env errors order persist dtype dtype_big comm attr bsend mprobe canc
 done
 
 # the default handler ends the job with "MPI_<Function>: <class>: <detail>"
-fatal() { # what expected-text
+fatal() { # what expected-text [knitrun options]
     local out rc
-    out=$("$KNITRUN" --timeout 60 -n 3 "$BIN/mpi_fatal" "$1" 2>&1)
+    out=$("$KNITRUN" --timeout 60 -n 3 ${3:-} "$BIN/mpi_fatal" "$1" 2>&1)
     rc=$?
     if [ $rc -ne 0 ] && grep -q "rank 2 .*aborted.*$2" <<<"$out" && ! grep -q "not reached" <<<"$out"; then
         pass "fatal.$1"
@@ -53,7 +53,8 @@ fatal type "MPI_Send: MPI_ERR_TYPE: invalid datatype"
 fatal comm "MPI_Send: MPI_ERR_COMM: invalid communicator"
 fatal truncate "MPI_Recv: MPI_ERR_TRUNCATE: message truncated"
 fatal request "MPI_Wait: MPI_ERR_REQUEST: invalid request"
-fatal unsupported "MPI_Comm_idup: MPI_ERR_UNSUPPORTED_OPERATION"
+# accumulates to memory outside the shared heap need the node agents
+fatal unsupported "MPI_Accumulate: MPI_ERR_UNSUPPORTED_OPERATION: .*carried by the node agents" --no-offload
 # an uncommitted datatype is named: by its name, else by handle and maker
 fatal uncommitted "MPI_Send: MPI_ERR_TYPE: invalid datatype: datatype 0x[0-9a-f]* (unnamed, MPI_Type_vector of MPI_INT) is not committed"
 fatal uncommitted_named "MPI_Send: MPI_ERR_TYPE: invalid datatype: datatype pair_t is not committed"
