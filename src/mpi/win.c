@@ -96,6 +96,11 @@ static kn_mpi_win_t *win_new(MPI_Comm comm, MPI_Info info, int disp_unit, MPI_Ai
         *err = kn_mpi_error(c, fn, MPI_ERR_ARG, "win is NULL");
         return NULL;
     }
+    if (c->inter) {
+        *err = kn_mpi_error(c, fn, MPI_ERR_COMM, "windows are made over intracommunicators; %s is an "
+                                                 "intercommunicator", kn_mpi_comm_label(c));
+        return NULL;
+    }
     if (size < 0 || disp_unit <= 0) {
         *err = kn_mpi_error(c, fn, size < 0 ? MPI_ERR_SIZE : MPI_ERR_DISP, "size %ld, disp_unit %d", (long)size,
                             disp_unit);
@@ -208,7 +213,7 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
     if (!baseptr)
         return kn_mpi_error(kn_mpi_comm(comm), __func__, MPI_ERR_ARG, "baseptr is NULL");
     kn_mpi_comm_t *c = kn_mpi_comm(comm);
-    if (c) { /* every member on this node (the same test on every member) */
+    if (c && !c->inter) { /* every member on this node (the same test on every member) */
         int node = knit_node_of(kn_mpi.ctx, c->ranks[0]);
         for (int i = 1; i < c->size; i++)
             if (knit_node_of(kn_mpi.ctx, c->ranks[i]) != node)
