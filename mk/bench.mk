@@ -66,3 +66,10 @@ $(BUILD)/bench/cma_limit: $(BUILD)/obj/bench/cma_limit.o
 	$(Q)$(CC) $(LDFLAGS) -o $@ $<
 ALL_TARGETS += $(BUILD)/bench/cma_limit
 bench-progs: $(BUILD)/bench/cma_limit
+
+# MPI one-sided as the OSU micro-benchmarks measure it, knit's MPI side by
+# side with Open MPI and MPICH (bench/osu_rma.py; docs/benchmarks.md).
+OSU_RMA_ARGS ?=
+.PHONY: bench-osu-rma
+bench-osu-rma: all
+	$(Q)python3 bench/osu_rma.py --build $(BUILD) $(OSU_RMA_ARGS)

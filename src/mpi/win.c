@@ -73,6 +73,7 @@ static void win_release(kn_mpi_win_t *w)
         munmap(w->shm, w->shm_len);
     kn_mpi_errh_release(w->errh);
     free(w->disp);
+    free(w->remote);
     free(w->shm_off);
     free(w->shm_size);
     free(w->att);
@@ -133,7 +134,10 @@ static kn_mpi_win_t *win_new(MPI_Comm comm, MPI_Info info, int disp_unit, MPI_Ai
     hints(w, info);
     w->disp = malloc((size_t)w->n * sizeof(int));
     w->locked = calloc((size_t)w->n, 1);
-    knit_status_t st = w->disp && w->locked ? KNIT_OK : KNIT_ERR_NOMEM;
+    w->remote = calloc((size_t)w->n, 1);
+    knit_status_t st = w->disp && w->locked && w->remote ? KNIT_OK : KNIT_ERR_NOMEM;
+    for (int i = 0; st == KNIT_OK && i < w->n; i++)
+        w->remote[i] = knit_node_of(kn_mpi.ctx, w->comm->ranks[i]) != knit_node(kn_mpi.ctx);
     /* every member's disp_unit, and whether every member got this far */
     int mine[2] = {disp_unit, st == KNIT_OK}, *all = malloc((size_t)w->n * sizeof(mine));
     knit_status_t gs = all ? knit_allgather(w->comm->kc, mine, all, 2, KNIT_INT) : KNIT_ERR_NOMEM;

@@ -46,6 +46,7 @@ typedef struct kn_mpi_win {
     MPI_Aint size;
     int disp_unit;
     int *disp;                 /* [n] every member's disp_unit */
+    uint8_t *remote;           /* [n] on another node */
     /* shared windows */
     char *shm;                 /* the node segment, mapped */
     size_t shm_len;

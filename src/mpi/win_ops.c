@@ -295,13 +295,34 @@ static knit_rma_seg_t *pieces(const kn_mpi_type_t *ot, const void *obuf, size_t 
 
 enum { K_PUT, K_GET, K_ACC };
 
+/* A put or get to another node inside an active-target epoch (fence, or
+ * start/complete), in few pieces: the rank's own network endpoint moves
+ * it (the direct method, one RDMA per piece), which is faster than the
+ * agents' relay but needs the target's progress, which the target's
+ * fence or wait gives.  Passive-target epochs keep the agents (no target
+ * call needed); many small pieces too (the agents walk them). */
+#define DIRECT_PIECES 8
+#define DIRECT_PIECE_BYTES ((int64_t)64 << 10)
+static unsigned flags_for(const wop_t *o, int kind, int64_t pieces, int64_t piece_bytes)
+{
+    kn_mpi_win_t *w = o->w;
+    if (kind == K_ACC || !w->remote[o->rank] || w->locked[o->rank] || w->lock_all ||
+        w->flavor == MPI_WIN_FLAVOR_DYNAMIC || (pieces > DIRECT_PIECES && piece_bytes < DIRECT_PIECE_BYTES))
+        return KNIT_RMA_LOCAL;
+    return KNIT_RMA_LOCAL | KNIT_RMA_DIRECT;
+}
+
 /* Start a put, get or accumulate described by o. */
 static knit_status_t start(const wop_t *o, int kind, const knit_rma_acc_t *acc, knit_rma_req_t **kr)
 {
     kn_mpi_win_t *w = o->w;
-    unsigned flags = KNIT_RMA_LOCAL;
+    unsigned flags;
     shape_t os, ts;
     if (shape_of(o->ot, o->ocount, &os) && shape_of(o->tt, o->tcount, &ts) && same_shape(&os, &ts)) {
+        int64_t pieces = 1;
+        for (int i = 1; i <= os.levels; i++)
+            pieces *= os.cnt[i];
+        flags = flags_for(o, kind, pieces, os.cnt[0]);
         char *l = o->obuf + os.first;
         void *r = (void *)(uintptr_t)(o->taddr + (uint64_t)ts.first);
         if (os.levels == 0) {
@@ -325,6 +346,7 @@ static knit_status_t start(const wop_t *o, int kind, const knit_rma_acc_t *acc, 
     knit_rma_seg_t *s = pieces(o->ot, o->obuf, o->ocount, o->tt, o->taddr, o->tcount, &n);
     if (!s && n)
         return KNIT_ERR_NOMEM;
+    flags = flags_for(o, kind, (int64_t)n, n ? (int64_t)(o->bytes / n) : 0);
     knit_status_t st;
     switch (kind) {
     case K_PUT: st = knit_put_list(w->kw, s, n, o->rank, flags, kr); break;
