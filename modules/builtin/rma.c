@@ -18,11 +18,15 @@
  * data (GETDATA), A writes it into o.  An accumulate is a put whose
  * pieces B combines with what t has (read, op, write); an atomic is one
  * RMW message.  B does them one at a time, so accumulates and atomics to
- * a node are atomic with respect to each other.  A == B goes through the
+ * a node are atomic with respect to each other; where the target's memory
+ * is in its shared heap, which the target's node peers combine into
+ * themselves, B holds the window's accumulate lock of the target while it
+ * combines (rma_mod.h).  A == B goes through the
  * same messages (send to oneself).  A get-accumulate (GACC) is an
  * accumulate whose chunks B answers with what it read before combining
  * (GETDATA), which A writes to the origin's result buffer.
  */
+#include <sched.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -251,6 +255,7 @@ static int32_t send_chunk(knit_mod_ctx_t *m, op_t *o)
     h->dtype = o->r.dtype;
     h->op = o->r.op;
     h->has_scale = o->r.has_scale;
+    h->lockaddr = o->r.lockaddr;
     memcpy(h->scale, o->r.scale, sizeof(h->scale));
     h->bytes = bytes;
     uint64_t plen = (uint64_t)np * sizeof(kn_rma_piece_t);
@@ -375,7 +380,7 @@ static void rma_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
     if (r.kind == KN_RMA_K_RMW) {
         kn_rma_msg_hdr_t h = {.version = KN_RMA_MOD_VERSION, .type = KN_RMA_M_RMW, .kind = KN_RMA_K_RMW,
                               .id = o->id, .target = r.target, .dtype = r.dtype, .op = r.op, .raddr = r.raddr,
-                              .operand = r.operand, .compare = r.compare};
+                              .operand = r.operand, .compare = r.compare, .lockaddr = r.lockaddr};
         o->status = K->send(m, r.target_node, &h, sizeof(h));
         if (o->status != KNIT_MOD_OK)
             op_end(m, o, NULL, 0);
@@ -396,42 +401,9 @@ static int local(knit_mod_ctx_t *m, int32_t rank)
     return rank >= g->first_local && rank < g->first_local + g->local_size;
 }
 
-/* The target's memory where the ranks of its node change it with atomic
- * instructions too (its shared heap, mapped here), elements that allow
- * it: combined so here (rma_mod.h).  1: done (*st its status); 0: not
- * such memory. */
-static int atomic_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len,
-                        char *old, int32_t *st)
-{
-    void *p = K->map_rank ? K->map_rank(m, h->target, raddr, len) : NULL;
-    if (!p || !kn_rma_atomic_ok(p, len, h->dtype))
-        return 0;
-    const char *in = src;
-    char *tmp = NULL;
-    if (h->has_scale) {
-        if (!(tmp = K->alloc(m, len))) {
-            *st = KNIT_MOD_ERR_NOMEM;
-            return 1;
-        }
-        memcpy(tmp, src, len);
-        in = tmp;
-        if (!kn_rma_scale(tmp, len / kn_coll_mod_esize(h->dtype), h->dtype, h->scale)) {
-            K->free(m, tmp);
-            *st = KNIT_MOD_ERR_INVAL;
-            return 1;
-        }
-    }
-    *st = kn_rma_atomic_acc(in, p, old, len, h->dtype, h->op) ? KNIT_MOD_OK : KNIT_MOD_ERR_INVAL;
-    K->free(m, tmp);
-    return 1;
-}
-
 /* One accumulate piece: t[raddr..] = src op (scale * t[...]) */
 static int32_t acc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len)
 {
-    int32_t ast;
-    if (atomic_piece(m, h, raddr, src, len, NULL, &ast))
-        return ast;
     if (h->op == KNIT_OP_REPLACE)
         return K->write_rank(m, h->target, raddr, src, len); /* nothing to read */
     char *tmp = K->alloc(m, 2 * len);
@@ -452,10 +424,7 @@ static int32_t acc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t 
 static int32_t gacc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src, uint64_t len,
                           char *old)
 {
-    int32_t st;
-    if (atomic_piece(m, h, raddr, src, len, old, &st))
-        return st;
-    st = K->read_rank(m, h->target, old, raddr, len);
+    int32_t st = K->read_rank(m, h->target, old, raddr, len);
     if (st != KNIT_MOD_OK || h->op == KNIT_OP_NO_OP)
         return st;
     if (h->op == KNIT_OP_REPLACE)
@@ -472,6 +441,64 @@ static int32_t gacc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t
         st = K->write_rank(m, h->target, raddr, tmp, len);
     K->free(m, tmp);
     return st;
+}
+
+/* The target's accumulate lock, mapped here and taken (rma_mod.h): NULL
+ * where the window has none for it (then only this agent changes the
+ * target's memory); *st an error when it could not be had (a holder that
+ * never gave it back: its rank is gone, or stuck). */
+#define LOCK_PATIENCE_NS 2000000000ull
+static uint64_t *lock_take(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, int32_t *st)
+{
+    uint64_t *l = h->lockaddr && K->map_rank ? K->map_rank(m, h->target, h->lockaddr, sizeof(uint64_t)) : NULL;
+    *st = KNIT_MOD_OK;
+    if (!l || (uintptr_t)l % sizeof(uint64_t))
+        return NULL;
+    uint64_t t0 = 0;
+    for (unsigned spin = 0; !kn_rma_lock_try(l); spin++) {
+        if (spin < 128) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        uint64_t now = K->now_ns(m);
+        if (!t0)
+            t0 = now;
+        if (now - t0 > LOCK_PATIENCE_NS) {
+            K->log(m, KNIT_MOD_LOG_ERROR, "rank %d's accumulate lock was held for over 2 s: an accumulate failed",
+                   h->target);
+            *st = KNIT_MOD_ERR_AGAIN;
+            return NULL;
+        }
+        sched_yield(); /* the holder is a rank of this node: let it run */
+    }
+    return l;
+}
+
+/* One accumulate piece, the lock held: where the target's memory is mapped
+ * here it is combined in place (old, for a get-accumulate, gets what was
+ * there), else read, combined and written. */
+static int32_t combine_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t raddr, const char *src,
+                             uint64_t len, char *old)
+{
+    char *p = K->map_rank ? K->map_rank(m, h->target, raddr, len) : NULL;
+    if (p) {
+        if (old)
+            memcpy(old, p, len);
+        if (h->op == KNIT_OP_NO_OP)
+            return KNIT_MOD_OK;
+        if (h->op == KNIT_OP_REPLACE) {
+            memcpy(p, src, len);
+            return KNIT_MOD_OK;
+        }
+        char *in = K->alloc(m, len);
+        if (!in)
+            return KNIT_MOD_ERR_NOMEM;
+        memcpy(in, src, len);
+        int ok = kn_rma_combine(in, p, len, h->dtype, h->op, h->has_scale ? h->scale : NULL);
+        K->free(m, in);
+        return ok ? KNIT_MOD_OK : KNIT_MOD_ERR_INVAL;
+    }
+    return old ? gacc_piece(m, h, raddr, src, len, old) : acc_piece(m, h, raddr, src, len);
 }
 
 static void reply(knit_mod_ctx_t *m, int32_t to, const kn_rma_msg_hdr_t *h, int type, int32_t status,
@@ -503,18 +530,27 @@ static int32_t rmw(knit_mod_ctx_t *m, kn_rma_msg_hdr_t *h)
     if (es != 1 && es != 2 && es != 4 && es != 8)
         return KNIT_MOD_ERR_INVAL;
     uint64_t old = 0, nv;
-    void *p = K->map_rank ? K->map_rank(m, h->target, h->raddr, es) : NULL;
-    if (p && kn_rma_rmw_at(p, h->op, es, h->operand, h->compare, &old)) { /* as the node's ranks do (rma_mod.h) */
-        h->old = old;
-        return KNIT_MOD_OK;
-    }
-    int32_t st = K->read_rank(m, h->target, &old, h->raddr, es); /* little-endian: the low bytes */
+    int32_t st;
+    uint64_t *l = lock_take(m, h, &st);
     if (st != KNIT_MOD_OK)
         return st;
-    if (!kn_rma_rmw(h->op, es, old, h->operand, h->compare, &nv))
-        return KNIT_MOD_ERR_INVAL;
-    h->old = old;
-    return nv == old ? KNIT_MOD_OK : K->write_rank(m, h->target, h->raddr, &nv, es);
+    char *p = K->map_rank ? K->map_rank(m, h->target, h->raddr, es) : NULL;
+    if (p) /* little-endian: the low bytes */
+        memcpy(&old, p, es);
+    else
+        st = K->read_rank(m, h->target, &old, h->raddr, es);
+    if (st == KNIT_MOD_OK && !kn_rma_rmw(h->op, es, old, h->operand, h->compare, &nv))
+        st = KNIT_MOD_ERR_INVAL;
+    if (st == KNIT_MOD_OK) {
+        h->old = old;
+        if (nv != old && p)
+            memcpy(p, &nv, es);
+        else if (nv != old)
+            st = K->write_rank(m, h->target, h->raddr, &nv, es);
+    }
+    if (l)
+        kn_rma_unlock(l);
+    return st;
 }
 
 static void at_target(knit_mod_ctx_t *m, int32_t from, const kn_rma_msg_hdr_t *h, uint64_t len)
@@ -548,20 +584,28 @@ static void at_target(knit_mod_ctx_t *m, int32_t from, const kn_rma_msg_hdr_t *h
     }
     const char *data = (const char *)(pc + h->npieces);
     uint64_t off = 0;
-    if (h->kind == KN_RMA_K_GACC) { /* answer with what was there */
-        char *old = K->alloc(m, h->bytes + 1);
-        st = old ? KNIT_MOD_OK : KNIT_MOD_ERR_NOMEM;
+    if (h->kind != KN_RMA_K_ACC && h->kind != KN_RMA_K_GACC) {
         for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
-            st = whose(gacc_piece(m, h, pc[i].raddr, data + off, pc[i].len, old + off), KNIT_ERR_PEER_FAULT);
-        reply(m, from, h, KN_RMA_M_GETDATA, st, old, st == KNIT_MOD_OK ? h->bytes : 0);
-        K->free(m, old);
+            st = whose(K->write_rank(m, h->target, pc[i].raddr, data + off, pc[i].len), KNIT_ERR_PEER_FAULT);
+        reply(m, from, h, KN_RMA_M_ACK, st, NULL, 0);
         return;
     }
+    /* an accumulate: the whole chunk under the target's lock; a
+     * get-accumulate answers with what was there */
+    int gacc = h->kind == KN_RMA_K_GACC;
+    char *old = gacc ? K->alloc(m, h->bytes + 1) : NULL;
+    uint64_t *l = NULL;
+    if (gacc && !old)
+        st = KNIT_MOD_ERR_NOMEM;
+    else
+        l = lock_take(m, h, &st);
     for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
-        st = whose(h->kind == KN_RMA_K_ACC ? acc_piece(m, h, pc[i].raddr, data + off, pc[i].len)
-                                           : K->write_rank(m, h->target, pc[i].raddr, data + off, pc[i].len),
+        st = whose(combine_piece(m, h, pc[i].raddr, data + off, pc[i].len, gacc ? old + off : NULL),
                    KNIT_ERR_PEER_FAULT);
-    reply(m, from, h, KN_RMA_M_ACK, st, NULL, 0);
+    if (l)
+        kn_rma_unlock(l);
+    reply(m, from, h, gacc ? KN_RMA_M_GETDATA : KN_RMA_M_ACK, st, old, gacc && st == KNIT_MOD_OK ? h->bytes : 0);
+    K->free(m, old);
 }
 
 /* ------------------------------------------------------------ replies at the origin */

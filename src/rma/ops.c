@@ -15,8 +15,10 @@
  * needs one place that does them); to oneself without agents they are
  * done here.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll/coll.h"
 #include "offload/offload.h"
@@ -38,6 +40,7 @@ typedef struct xfer {
     uint32_t aop;                  /* RMW */
     uint64_t operand, compare;
     uint64_t resaddr;              /* GACC: where the target's data before goes (contiguous) */
+    uint64_t lockaddr;             /* ACC, GACC, RMW: the target's accumulate lock */
 } xfer_t;
 
 typedef struct dcomp {
@@ -467,6 +470,7 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
     q->operand = x->operand;
     q->compare = x->compare;
     q->resaddr = x->resaddr;
+    q->lockaddr = x->lockaddr;
     if (local && (x->kind == KN_RMA_K_PUT || x->kind == KN_RMA_K_ACC)) {
         q->flags |= KN_RMA_MF_LOCAL;
         kn_rma.early = 1;
@@ -527,53 +531,79 @@ static void *amap(kn_tl_t *tl, int job, uint64_t addr, uint64_t len)
     return tl && tl->ops->map ? tl->ops->map(tl, job, addr, len) : NULL;
 }
 
-/* An accumulate, get-accumulate or atomic whose target memory is all
- * mapped here: done with atomic instructions, no agent.  0: not such
- * memory (or elements); 1: done, *st its status. */
-static int atomic_here(kn_tl_t *tl, int job, const xfer_t *x, knit_rma_req_t *r, knit_status_t *st)
+/* Take a lock word that ranks of one node and their agent share: spin a
+ * little, then yield, then sleep (up to 1 ms) between tries. */
+static void lock_wait(uint64_t *l)
 {
+    for (unsigned round = 0; !kn_rma_lock_try(l); round++) {
+        if (round < 64)
+            __builtin_ia32_pause();
+        else if (round < 96)
+            sched_yield();
+        else
+            nanosleep(&(struct timespec){0, 1000L << (round < 106 ? round - 96 : 10)}, NULL);
+    }
+}
+
+/* An accumulate, get-accumulate or atomic whose target memory is all
+ * mapped here, as is the target's accumulate lock: done here under the
+ * lock (rma_mod.h), no agent.  0: not such memory; 1: done, *st its
+ * status. */
+static int locked_here(kn_tl_t *tl, int job, const xfer_t *x, knit_rma_req_t *r, knit_status_t *st)
+{
+    uint64_t *l = x->lockaddr ? amap(tl, job, x->lockaddr, sizeof(uint64_t)) : NULL;
+    if (!l || (uintptr_t)l % sizeof(uint64_t))
+        return 0;
     if (x->kind == KN_RMA_K_RMW) {
         size_t es = knit_dtype_size(x->acc.dtype);
-        void *p = amap(tl, job, x->raddr, es);
-        uint64_t old = 0;
-        if (!p || !kn_rma_rmw_at(p, x->aop, es, x->operand, x->compare, &old))
+        char *p = amap(tl, job, x->raddr, es);
+        uint64_t old = 0, nv;
+        if (!p)
             return 0;
+        lock_wait(l);
+        memcpy(&old, p, es); /* little-endian: the low bytes */
+        int ok = kn_rma_rmw(x->aop, es, old, x->operand, x->compare, &nv);
+        if (ok && nv != old)
+            memcpy(p, &nv, es);
+        kn_rma_unlock(l);
         r->result = old;
-        *st = KNIT_OK;
+        *st = ok ? KNIT_OK : KNIT_ERR_INVAL;
         return 1;
     }
-    _Alignas(16) char tmp[4096]; /* scaled origin pieces; a multiple of every element size */
+    _Alignas(16) char tmp[4096]; /* a multiple of every element size */
     kn_rma_cur_t lc, rc;
-    uint64_t la, ra, n, off = 0;
+    uint64_t la, ra, n, off = 0, held = 0;
     cur_local(&lc, x);
     cur_remote(&rc, x);
-    while ((n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra))) {
-        void *p = amap(tl, job, ra, n);
-        if (!p || !kn_rma_atomic_ok(p, n, (uint32_t)x->acc.dtype))
+    while ((n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra)))
+        if (!amap(tl, job, ra, n))
             return 0;
-    }
     if (!local_plausible(x) ||
         (x->kind == KN_RMA_K_GACC && kn_mem_implausible((void *)(uintptr_t)x->resaddr, x->total))) {
         *st = KNIT_ERR_FAULT;
         return 1;
     }
+    *st = KNIT_OK;
     cur_local(&lc, x);
     cur_remote(&rc, x);
-    while ((n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra))) {
-        const void *in = (const void *)(uintptr_t)la;
-        if (x->acc.scale) {
-            memcpy(tmp, in, n);
-            kn_rma_scale(tmp, n / knit_dtype_size(x->acc.dtype), (uint32_t)x->acc.dtype, x->acc.scale);
-            in = tmp;
-        }
-        void *old = x->kind == KN_RMA_K_GACC ? (char *)(uintptr_t)x->resaddr + off : NULL;
-        if (!kn_rma_atomic_acc(in, amap(tl, job, ra, n), old, n, (uint32_t)x->acc.dtype, (uint32_t)x->acc.op)) {
-            *st = KNIT_ERR_INVAL;
-            return 1;
-        }
+    lock_wait(l);
+    while (*st == KNIT_OK && (n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra))) {
+        char *p = amap(tl, job, ra, n);
+        if (x->kind == KN_RMA_K_GACC)
+            memcpy((char *)(uintptr_t)x->resaddr + off, p, n);
         off += n;
+        if (x->acc.op != KNIT_OP_NO_OP) {
+            memcpy(tmp, (const void *)(uintptr_t)la, n);
+            if (!kn_rma_combine(tmp, p, n, (uint32_t)x->acc.dtype, (uint32_t)x->acc.op, x->acc.scale))
+                *st = KNIT_ERR_INVAL;
+        }
+        if ((held += n) >= KN_RMA_LOCK_SPAN) { /* let the others in now and then */
+            kn_rma_unlock(l);
+            held = 0;
+            lock_wait(l);
+        }
     }
-    *st = KNIT_OK;
+    kn_rma_unlock(l);
     return 1;
 }
 
@@ -640,7 +670,8 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
     if (!x->total) {
         /* nothing to move */
     } else if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW || x->kind == KN_RMA_K_GACC) {
-        if (atomic_here(kn_p2p_tl(kn_rma.p2p, job), job, x, r, &st))
+        x->lockaddr = w->peer[rank].acclock;
+        if (locked_here(kn_p2p_tl(kn_rma.p2p, job), job, x, r, &st))
             ; /* done */
         else if (kn_rma.mod)
             st = via_agent(w, rank, x,

@@ -19,6 +19,7 @@
 /* One member's exposed memory. */
 typedef struct kn_rma_peer {
     uint64_t base, size, rkey;
+    uint64_t acclock;      /* its accumulate lock (rma_mod.h); 0: none */
     int job;               /* its job rank */
 } kn_rma_peer_t;
 
@@ -28,6 +29,7 @@ struct knit_win {
     kn_rma_peer_t *peer;   /* [n] */
     void *memh;            /* our registration with the network transport */
     void *mem;             /* knit_mem_alloc's */
+    void *acclock;         /* our accumulate lock (in the shared heap), or NULL */
     unsigned method;       /* KNIT_RMA_* (not DEFAULT) */
     int dynamic;           /* every address of every member (knit_win_create_dynamic) */
     kn_list_t reqs;        /* requests not yet complete */

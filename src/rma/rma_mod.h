@@ -72,6 +72,7 @@ typedef struct kn_rma_mreq {
     uint8_t scale[KN_RMA_MOD_SCALE];
     uint64_t operand, compare; /* RMW */
     uint64_t resaddr;      /* GACC: total bytes at the origin for the target's data before */
+    uint64_t lockaddr;     /* ACC, GACC, RMW: the target's accumulate lock, 0: none */
 } kn_rma_mreq_t;
 
 /* Agent-to-agent messages. */
@@ -96,6 +97,7 @@ typedef struct kn_rma_msg_hdr {
     uint32_t dtype, op, has_scale;
     uint64_t bytes;        /* data bytes of the chunk */
     uint64_t raddr, operand, compare, old; /* RMW */
+    uint64_t lockaddr;     /* ACC, GACC, RMW: the target's accumulate lock, 0: none */
     uint8_t scale[KN_RMA_MOD_SCALE];
 } kn_rma_msg_hdr_t;
 
@@ -159,116 +161,31 @@ static inline int kn_rma_combine(void *in, void *inout, uint64_t bytes, uint32_t
     return kn_coll_mod_reduce(in, inout, bytes / es, dtype, op) == 0;
 }
 
-/* ------------------------------------------- atomics in shared memory */
+/* ------------------------------------------- accumulates in shared memory */
 /*
- * Memory in a rank's shared heap is mapped by the rank's node peers and
- * its agent: there accumulates and atomics are done with the processor's
- * atomic instructions, by whoever does them (a rank of the node directly,
- * the agent for the others), element by element, so that they stay
- * atomic with respect to each other.  Elsewhere only the agent changes
- * the memory (read, combine, write, one request at a time).  Elements of
- * 1, 2, 4 and 8 bytes, aligned; larger ones (long double, the 16-byte
- * pairs) always go through the agent, whose plain combining is then the
- * only one.
+ * Memory in a rank's shared heap is mapped by the rank's node peers and by
+ * its agent.  There an accumulate or atomic is done by whoever does it (a
+ * rank of the target's node itself, the target's agent for the others)
+ * holding the window's accumulate lock of that target: a word in the
+ * target's shared heap (kn_rma_peer_t.acclock), which requests carry to
+ * the agent (lockaddr).  So they stay atomic with respect to each other,
+ * and the combining itself is the plain, vectorized loop.  A holder keeps
+ * it for at most KN_RMA_LOCK_SPAN bytes of combining.  Memory outside the
+ * heap (or a window without a lock) is changed by the target's agent
+ * alone, one request at a time, with no lock.
  */
-static inline int kn_rma_int_type(uint32_t dtype)
+#define KN_RMA_LOCK_SPAN (64u << 10)
+
+static inline int kn_rma_lock_try(uint64_t *l)
 {
-    switch (dtype) {
-    case KNIT_BYTE: case KNIT_CHAR: case KNIT_SCHAR: case KNIT_UCHAR: case KNIT_INT8: case KNIT_UINT8:
-    case KNIT_INT16: case KNIT_UINT16: case KNIT_INT32: case KNIT_UINT32: case KNIT_INT64: case KNIT_UINT64:
-    case KNIT_SHORT: case KNIT_USHORT: case KNIT_INT: case KNIT_UINT: case KNIT_LONG: case KNIT_ULONG:
-    case KNIT_LONG_LONG: case KNIT_ULONG_LONG: case KNIT_WCHAR:
-        return 1;
-    default:
-        return 0;
-    }
+    uint64_t z = 0;
+    return __atomic_load_n(l, __ATOMIC_RELAXED) == 0 &&
+           __atomic_compare_exchange_n(l, &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-/* Whether [p, p + bytes) of dtype elements can be combined atomically here. */
-static inline int kn_rma_atomic_ok(const void *p, uint64_t bytes, uint32_t dtype)
+static inline void kn_rma_unlock(uint64_t *l)
 {
-    uint64_t es = kn_coll_mod_esize(dtype);
-    return (es == 1 || es == 2 || es == 4 || es == 8) && bytes % es == 0 && (uintptr_t)p % es == 0;
-}
-
-#define KN_RMA_ATOMIC_LOOP(T)                                                                          \
-    {                                                                                                  \
-        T *p = (T *)inout;                                                                             \
-        for (uint64_t i = 0; i < n; i++) {                                                             \
-            T v, prev;                                                                                 \
-            memcpy(&v, (const char *)in + i * sizeof(T), sizeof(T));                                   \
-            if (op == KNIT_OP_NO_OP) {                                                                 \
-                prev = __atomic_load_n(&p[i], __ATOMIC_SEQ_CST);                                       \
-            } else if (op == KNIT_OP_REPLACE) {                                                        \
-                prev = __atomic_exchange_n(&p[i], v, __ATOMIC_SEQ_CST);                                \
-            } else if (isint && op == KNIT_OP_SUM) {                                                   \
-                prev = __atomic_fetch_add(&p[i], v, __ATOMIC_SEQ_CST);                                 \
-            } else if (isint && op == KNIT_OP_BAND) {                                                  \
-                prev = __atomic_fetch_and(&p[i], v, __ATOMIC_SEQ_CST);                                 \
-            } else if (isint && op == KNIT_OP_BOR) {                                                   \
-                prev = __atomic_fetch_or(&p[i], v, __ATOMIC_SEQ_CST);                                  \
-            } else if (isint && op == KNIT_OP_BXOR) {                                                  \
-                prev = __atomic_fetch_xor(&p[i], v, __ATOMIC_SEQ_CST);                                 \
-            } else {                                                                                   \
-                prev = __atomic_load_n(&p[i], __ATOMIC_SEQ_CST);                                       \
-                T nv;                                                                                  \
-                do {                                                                                   \
-                    nv = prev;                                                                         \
-                    if (kn_coll_mod_reduce(&v, &nv, 1, dtype, op) != 0)                                \
-                        return 0;                                                                      \
-                } while (!__atomic_compare_exchange_n(&p[i], &prev, nv, 0, __ATOMIC_SEQ_CST,           \
-                                                      __ATOMIC_SEQ_CST));                              \
-            }                                                                                          \
-            if (old)                                                                                   \
-                memcpy((char *)old + i * sizeof(T), &prev, sizeof(T));                                 \
-        }                                                                                              \
-        return 1;                                                                                      \
-    }
-
-/* inout[i] = inout[i] op in[i] atomically per element (in already
- * scaled); old (may be NULL) gets what was there before.  0: the type,
- * op or alignment does not allow it (kn_rma_atomic_ok first). */
-static inline int kn_rma_atomic_acc(const void *in, void *inout, void *old, uint64_t bytes, uint32_t dtype,
-                                    uint32_t op)
-{
-    if (!kn_rma_atomic_ok(inout, bytes, dtype))
-        return 0;
-    uint64_t es = kn_coll_mod_esize(dtype), n = bytes / es;
-    int isint = kn_rma_int_type(dtype);
-    switch (es) {
-    case 1: KN_RMA_ATOMIC_LOOP(uint8_t)
-    case 2: KN_RMA_ATOMIC_LOOP(uint16_t)
-    case 4: KN_RMA_ATOMIC_LOOP(uint32_t)
-    default: KN_RMA_ATOMIC_LOOP(uint64_t)
-    }
-}
-#undef KN_RMA_ATOMIC_LOOP
-
-/* An atomic (knit_rma_atomic_op_t) on es bytes at p; *old the value before. */
-static inline int kn_rma_rmw_at(void *p, uint32_t op, uint64_t es, uint64_t operand, uint64_t compare, uint64_t *old)
-{
-    if ((es != 1 && es != 2 && es != 4 && es != 8) || (uintptr_t)p % es)
-        return 0;
-#define KN_RMA_RMW_AT(T)                                                                               \
-    {                                                                                                  \
-        T *q = p, o = (T)compare;                                                                      \
-        switch (op) {                                                                                  \
-        case KNIT_RMA_FETCH_ADD: *old = __atomic_fetch_add(q, (T)operand, __ATOMIC_SEQ_CST); return 1; \
-        case KNIT_RMA_SWAP: *old = __atomic_exchange_n(q, (T)operand, __ATOMIC_SEQ_CST); return 1;     \
-        case KNIT_RMA_CAS:                                                                             \
-            __atomic_compare_exchange_n(q, &o, (T)operand, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);    \
-            *old = o;                                                                                  \
-            return 1;                                                                                  \
-        default: return 0;                                                                             \
-        }                                                                                              \
-    }
-    switch (es) {
-    case 1: KN_RMA_RMW_AT(uint8_t)
-    case 2: KN_RMA_RMW_AT(uint16_t)
-    case 4: KN_RMA_RMW_AT(uint32_t)
-    default: KN_RMA_RMW_AT(uint64_t)
-    }
-#undef KN_RMA_RMW_AT
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
 /* --------------------------------------------------- the descriptor walk */

@@ -70,6 +70,7 @@ static unsigned method_of_cfg(void)
 /* What each member tells the others. */
 typedef struct rec {
     uint64_t base, size, rkey;
+    uint64_t acclock;      /* this member's accumulate lock (rma_mod.h), 0: none */
     int64_t status;
 } rec_t;
 
@@ -94,6 +95,11 @@ static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *me
         w->peer = calloc((size_t)(n ? n : 1), sizeof(kn_rma_peer_t));
     if (mine.status == KNIT_OK && (!w || !all || !w->peer))
         mine.status = KNIT_ERR_NOMEM;
+    /* the accumulate lock lives where the node's peers and the agent map
+     * it (the shared heap); without a heap only the agent combines */
+    void *lock = mine.status == KNIT_OK ? kn_heap_alloc_any(64) : NULL;
+    if (lock)
+        mine.acclock = (uint64_t)(uintptr_t)lock;
     if (mine.status == KNIT_OK && kn_rma.net && size) {
         mine.status = kn_rma.net->ops->mem_reg(kn_rma.net, base, size, &mine.rkey, &w->memh);
         if (mine.status != KNIT_OK)
@@ -105,6 +111,7 @@ static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *me
         if (all[i].status != KNIT_OK)
             st = (knit_status_t)all[i].status;
     if (st != KNIT_OK) {
+        free(lock);
         if (w && w->memh)
             kn_rma.net->ops->mem_dereg(kn_rma.net, w->memh);
         if (w)
@@ -117,12 +124,14 @@ static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *me
     w->n = n;
     w->me = knit_comm_rank(comm);
     w->mem = mem;
+    w->acclock = lock;
     w->method = method_of_cfg();
     kn_list_init(&w->reqs);
     for (int i = 0; i < n; i++) {
         w->peer[i].base = all[i].base;
         w->peer[i].size = all[i].size;
         w->peer[i].rkey = all[i].rkey;
+        w->peer[i].acclock = all[i].acclock;
         w->peer[i].job = knit_comm_job_rank(comm, i);
     }
     free(all);
@@ -192,6 +201,7 @@ knit_status_t knit_win_free(knit_win_t *w)
     if (w->memh)
         kn_rma.net->ops->mem_dereg(kn_rma.net, w->memh);
     free(w->mem);
+    free(w->acclock);
     free(w->peer);
     free(w);
     return st;
