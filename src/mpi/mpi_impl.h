@@ -86,6 +86,8 @@ typedef struct kn_mpi_group {
     int refs;
 } kn_mpi_group_t;
 
+typedef struct kn_mpi_topo kn_mpi_topo_t; /* a process topology (topo.c) */
+
 typedef struct kn_mpi_comm {
     MPI_Comm handle;
     uint32_t ctx_id;
@@ -99,6 +101,7 @@ typedef struct kn_mpi_comm {
     kn_mpi_attr_t *attrs;
     MPI_Info info;
     void *coll;          /* private slot of the collectives layer */
+    kn_mpi_topo_t *topo; /* its process topology, NULL if none */
     char name[MPI_MAX_OBJECT_NAME];
 } kn_mpi_comm_t;
 
@@ -337,6 +340,14 @@ static inline void kn_mpi_comm_unref(kn_mpi_comm_t *c)
 int kn_mpi_comms_init(void);
 void kn_mpi_comms_fini(void);
 const char *kn_mpi_comm_label(const kn_mpi_comm_t *c); /* its name, for messages */
+/* MPI_Comm_split on c, errors raised as fn's (the topologies' constructors). */
+int kn_mpi_comm_split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, const char *fn);
+
+/* ------------------------------------------------------------ topologies */
+
+/* A copy of t for a duplicate of its communicator; NULL: no memory. */
+kn_mpi_topo_t *kn_mpi_topo_dup(const kn_mpi_topo_t *t);
+void kn_mpi_topo_free(kn_mpi_topo_t *t); /* NULL is fine */
 
 /* ------------------------------------------------------------ attributes */
 
