@@ -12,6 +12,7 @@
  * chosen id is free at every member).  A communicator's traffic uses
  *   ctx_id                      its point-to-point messages
  *   ctx_id | KN_MPI_CTX_INTERNAL  the MPI layer's own exchanges (creation)
+ *   ctx_id | KN_MPI_CTX_NBR       neighbourhood collectives (topo.c)
  *   ctx_id | KNIT_COLL_CTX_BIT    collectives (knit_comm_t, src/coll)
  */
 #ifndef KN_MPI_IMPL_H
@@ -26,6 +27,7 @@
 #include "mpi.h"
 
 #define KN_MPI_CTX_INTERNAL 0x40000000u
+#define KN_MPI_CTX_NBR 0x20000000u
 #define KN_MPI_CTX_MAX 4096         /* context ids per process */
 #define KN_MPI_TAG_UB (KNIT_TAG_UB - 1) /* KNIT_TAG_UB is the layer's own tag */
 #define KN_MPI_TAG_INTERNAL KNIT_TAG_UB
@@ -146,8 +148,9 @@ typedef struct kn_mpi_type {
 } kn_mpi_type_t;
 
 /* A request of the MPI layer. */
-enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE, KN_RQ_COLL };
+enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE, KN_RQ_COLL, KN_RQ_NBR };
 typedef struct kn_mpi_coll kn_mpi_coll_t; /* a nonblocking collective (coll.c) */
+typedef struct kn_mpi_nbr kn_mpi_nbr_t;   /* a nonblocking neighbourhood collective (topo.c) */
 enum { KN_MODE_STD = 0, KN_MODE_SYNC, KN_MODE_READY, KN_MODE_BUF };
 typedef struct kn_mpi_req {
     MPI_Request handle;
@@ -165,6 +168,7 @@ typedef struct kn_mpi_req {
     int cancel_failed;
     struct kn_mpi_req *next_detached;
     kn_mpi_coll_t *coll;  /* KN_RQ_COLL: the collective in flight (kr is NULL) */
+    kn_mpi_nbr_t *nbr;    /* KN_RQ_NBR: the neighbourhood collective in flight (kr is NULL) */
 } kn_mpi_req_t;
 
 typedef struct kn_mpi_errh {
@@ -345,7 +349,8 @@ int kn_mpi_comm_split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, c
 
 /* ------------------------------------------------------------ topologies */
 
-/* A copy of t for a duplicate of its communicator; NULL: no memory. */
+/* A copy of t for a duplicate of its communicator (its neighbourhood
+ * collectives count from 0 again); NULL: no memory. */
 kn_mpi_topo_t *kn_mpi_topo_dup(const kn_mpi_topo_t *t);
 void kn_mpi_topo_free(kn_mpi_topo_t *t); /* NULL is fine */
 
@@ -368,6 +373,9 @@ void kn_mpi_req_release(kn_mpi_req_t *r);
  * raised). */
 int kn_mpi_coll_test(kn_mpi_req_t *r);
 int kn_mpi_coll_finish(kn_mpi_req_t *r);
+/* The same for the neighbourhood collectives (topo.c, r->nbr). */
+int kn_mpi_nbr_test(kn_mpi_req_t *r);
+int kn_mpi_nbr_finish(kn_mpi_req_t *r);
 /* user ops (coll.c), at MPI_Finalize */
 void kn_mpi_ops_fini(void);
 void kn_mpi_reqs_fini(void);

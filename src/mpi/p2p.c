@@ -363,6 +363,7 @@ static kn_mpi_req_t *req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind)
     r->freeing = r->cancel_failed = 0;
     r->next_detached = NULL;
     r->coll = NULL;
+    r->nbr = NULL;
     kn_mpi_comm_ref(c);
     kn_mpi_type_ref(t);
     return r;
@@ -892,7 +893,7 @@ static int req_state(MPI_Request h, kn_mpi_req_t **out, const char *fn, int *err
     *out = r;
     if (!r->active)
         return RQ_INACTIVE;
-    return r->kr || r->coll ? RQ_PENDING : RQ_READY;
+    return r->kr || r->coll || r->nbr ? RQ_PENDING : RQ_READY;
 }
 
 /* Whether a pending request's operation finished (progresses once). */
@@ -900,6 +901,8 @@ static int pending_done(kn_mpi_req_t *r)
 {
     if (r->coll)
         return kn_mpi_coll_test(r);
+    if (r->nbr)
+        return kn_mpi_nbr_test(r);
     int done = 0;
     knit_request_status(r->kr, &done, NULL);
     return done;
@@ -908,8 +911,8 @@ static int pending_done(kn_mpi_req_t *r)
 /* Complete r (its engine request done or about to be: waits), report. */
 static int complete(kn_mpi_req_t *r, MPI_Request *handle, MPI_Status *st)
 {
-    if (r->coll) {
-        int cls = kn_mpi_coll_finish(r);
+    if (r->coll || r->nbr) {
+        int cls = r->coll ? kn_mpi_coll_finish(r) : kn_mpi_nbr_finish(r);
         req_finish(r, NULL, KNIT_OK, st, handle);
         return cls;
     }
@@ -1117,7 +1120,7 @@ int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Statu
     int all = 1;
     for (int i = 0; i < count && all; i++) {
         kn_mpi_req_t *r = kn_mpi_tbl_get(&kn_mpi.reqs, array_of_requests[i]);
-        if (r && r->active && (r->kr || r->coll))
+        if (r && r->active && (r->kr || r->coll || r->nbr))
             all = pending_done(r);
     }
     *flag = all;
@@ -1146,7 +1149,7 @@ static int scan_done(void *arg)
         if (!r || !r->active)
             continue;
         s->nactive++;
-        if ((r->kr || r->coll) && !pending_done(r))
+        if ((r->kr || r->coll || r->nbr) && !pending_done(r))
             continue;
         if (s->done_idx)
             s->done_idx[s->ndone] = i;
@@ -1258,7 +1261,7 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
             *status = r->done_st;
         return MPI_SUCCESS;
     }
-    if (r->coll) { /* its error, if any, is reported by the completion call */
+    if (r->coll || r->nbr) { /* its error, if any, is reported by the completion call */
         *flag = pending_done(r);
         if (*flag)
             status_empty(status);
@@ -1303,7 +1306,7 @@ int MPI_Request_free(MPI_Request *request)
         return err;
     if (s == RQ_NULL)
         return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
-    if (r->coll)
+    if (r->coll || r->nbr)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST,
                             "the request of a nonblocking collective cannot be freed (MPI 6.12): complete it");
     if (s == RQ_PENDING) {
@@ -1334,7 +1337,7 @@ int MPI_Cancel(MPI_Request *request)
         return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
     if (s == RQ_INACTIVE)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST, "the persistent request is not active");
-    if (r->coll)
+    if (r->coll || r->nbr)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST,
                             "the request of a nonblocking collective cannot be cancelled (MPI 6.12)");
     if (s == RQ_READY)

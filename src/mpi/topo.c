@@ -1,11 +1,12 @@
 /*
  * Process topologies (MPI chapter 8): Cartesian, graph and distributed
- * graph topologies and their queries.
+ * graph topologies, their queries, and the neighbourhood collectives.
  *
  * A topology is a kn_mpi_topo_t hanging off its communicator (c->topo):
  * MPI_Comm_dup copies it, the communicator's destruction frees it.  Each
  * keeps, besides what its queries return, the calling process's neighbour
- * lists (in, out), computed once when it is made.
+ * lists (in, out), computed once when it is made; the collectives use
+ * only those.
  *
  * Constructors make their communicator with the split machinery of
  * comm.c: colour 0 for the members (MPI_UNDEFINED for processes beyond a
@@ -16,6 +17,31 @@
  * to both its ends with the native collectives of the new communicator,
  * before the program can use it; an end keeps its edges in the order of
  * the processes that named them, each's in its order.
+ *
+ * Neighbourhood collectives are point-to-point on the context
+ * ctx_id | KN_MPI_CTX_NBR, which no other traffic uses (the program's
+ * messages are on ctx_id, the layer's exchanges on ctx_id |
+ * KN_MPI_CTX_INTERNAL with every tag taken, native collectives on ctx_id |
+ * KNIT_COLL_CTX_BIT).  The tag is the count of neighbourhood collectives
+ * started on the communicator, which the members start in the same order,
+ * so two in flight never take each other's messages.  Within one, the
+ * messages between two processes match in the order they were posted
+ * (non-overtaking), and that order pairs repeated edges as MPI says:
+ *   - graph, distributed graph: the k-th edge from p to q is the k-th
+ *     edge into q from p (list order; MPI 8.6);
+ *   - Cartesian: block s of a sender lands in block s^1 of the receiver
+ *     (MPI-4.1 Example 8.10; the two neighbours of a periodic dimension of
+ *     size 1 or 2 are one process): sends are posted in block order,
+ *     receives with the two blocks of each dimension swapped.
+ * Every edge carries one message, empty ones too, so both sides always
+ * agree on the pairing.  A dense layout is sent or received in place;
+ * any other is packed into scratch before the send, or received into
+ * scratch and unpacked at completion.  Receives are posted first.
+ *
+ * The nonblocking forms are requests of kind KN_RQ_NBR (r->nbr): MPI_Test
+ * & co progress them through kn_mpi_nbr_test, the completion calls finish
+ * them through kn_mpi_nbr_finish (p2p.c), and like every nonblocking
+ * collective they cannot be cancelled or freed.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -26,6 +52,7 @@
 
 struct kn_mpi_topo {
     int kind;           /* MPI_CART, MPI_GRAPH, MPI_DIST_GRAPH */
+    uint32_t seq;       /* neighbourhood collectives started: their tag */
     int ndims;          /* MPI_CART */
     int *dims, *periods, *coords;
     int nnodes, nedges; /* MPI_GRAPH: the whole graph */
@@ -870,4 +897,361 @@ int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int 
     if (t->weighted && destweights != MPI_UNWEIGHTED && destweights != MPI_WEIGHTS_EMPTY)
         copy_ints(destweights, t->outw, maxoutdegree, t->outdeg);
     return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------- neighbourhood collectives */
+
+/* One block of a collective: count elements of t at addr. */
+typedef struct blk {
+    char *addr;
+    int count;
+    kn_mpi_type_t *t;
+} blk_t;
+
+/* A receive into scratch, unpacked at completion. */
+typedef struct nb_unpack {
+    kn_mpi_type_t *t; /* referenced */
+    char *dst;
+    size_t count;
+    char *tmp;
+    int k;            /* its engine request */
+} nb_unpack_t;
+
+struct kn_mpi_nbr {
+    int n, first;           /* engine requests posted; the first not seen done */
+    knit_request_t **kr;    /* [indegree + outdegree] */
+    knit_msg_status_t *ks;
+    nb_unpack_t *up;        /* [indegree] */
+    int nup;
+    char **packed;          /* [outdegree]: packed sends */
+    int npacked;
+};
+
+static char nb_dummy[1]; /* the buffer of an empty message */
+
+static inline char *at(const void *buf, MPI_Aint off)
+{
+    return (char *)((uintptr_t)buf + (uintptr_t)off);
+}
+
+static void nb_free(kn_mpi_nbr_t *s)
+{
+    for (int i = 0; i < s->nup; i++) {
+        kn_mpi_type_unref(s->up[i].t);
+        free(s->up[i].tmp);
+    }
+    for (int i = 0; i < s->npacked; i++)
+        free(s->packed[i]);
+    free(s->kr);
+    free(s->ks);
+    free(s->up);
+    free(s->packed);
+    free(s);
+}
+
+/* Post the receives and sends of one collective on c: block l of rcv from
+ * in-neighbour l, block k of snd to out-neighbour k. */
+static knit_status_t nb_start(kn_mpi_comm_t *c, const blk_t *snd, const blk_t *rcv, kn_mpi_nbr_t **out)
+{
+    kn_mpi_topo_t *tp = c->topo;
+    int nr = tp->indeg, ns = tp->outdeg;
+    kn_mpi_nbr_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return KNIT_ERR_NOMEM;
+    s->kr = calloc((size_t)nr + (size_t)ns + 1, sizeof(*s->kr));
+    s->ks = malloc(((size_t)nr + (size_t)ns + 1) * sizeof(*s->ks));
+    s->up = malloc(((size_t)nr + 1) * sizeof(*s->up));
+    s->packed = malloc(((size_t)ns + 1) * sizeof(*s->packed));
+    if (!s->kr || !s->ks || !s->up || !s->packed) {
+        nb_free(s);
+        return KNIT_ERR_NOMEM;
+    }
+    uint32_t cid = c->ctx_id | KN_MPI_CTX_NBR;
+    int tag = (int)(tp->seq++ & (uint32_t)KN_MPI_TAG_UB);
+    int swap = tp->kind == MPI_CART; /* see the top of the file */
+    knit_status_t st = KNIT_OK;
+    for (int i = 0; i < nr && st == KNIT_OK; i++) {
+        int l = swap ? i ^ 1 : i;
+        if (tp->in[l] == MPI_PROC_NULL)
+            continue;
+        const blk_t *b = &rcv[l];
+        size_t len = (size_t)b->count * b->t->size;
+        char *p = nb_dummy;
+        if (len && kn_mpi_type_dense(b->t, (size_t)b->count)) {
+            p = b->addr + b->t->true_lb;
+        } else if (len) {
+            if (!(p = malloc(len))) {
+                st = KNIT_ERR_NOMEM;
+                break;
+            }
+            kn_mpi_type_ref(b->t);
+            s->up[s->nup++] = (nb_unpack_t){b->t, b->addr, (size_t)b->count, p, s->n};
+        }
+        st = knit_irecv(kn_mpi.ctx, p, len, c->ranks[tp->in[l]], tag, cid, &s->kr[s->n]);
+        if (st == KNIT_OK)
+            s->n++;
+    }
+    const blk_t *last = NULL; /* the last block packed: allgather sends one block to all */
+    for (int k = 0; k < ns && st == KNIT_OK; k++) {
+        if (tp->out[k] == MPI_PROC_NULL)
+            continue;
+        const blk_t *b = &snd[k];
+        size_t len = (size_t)b->count * b->t->size;
+        char *p = nb_dummy;
+        if (len && kn_mpi_type_dense(b->t, (size_t)b->count)) {
+            p = b->addr + b->t->true_lb;
+        } else if (len && last && last->addr == b->addr && last->count == b->count && last->t == b->t) {
+            p = s->packed[s->npacked - 1];
+        } else if (len) {
+            if (!(p = malloc(len))) {
+                st = KNIT_ERR_NOMEM;
+                break;
+            }
+            s->packed[s->npacked++] = p;
+            kn_mpi_pack(b->t, b->addr, (size_t)b->count, p);
+            last = b;
+        }
+        st = knit_isend(kn_mpi.ctx, p, len, c->ranks[tp->out[k]], tag, cid, &s->kr[s->n]);
+        if (st == KNIT_OK)
+            s->n++;
+    }
+    if (st != KNIT_OK) {
+        /* take back the receives that have not matched; the rest completes
+         * (the neighbours are in the collective too) */
+        for (int i = 0; i < s->n; i++)
+            knit_cancel(s->kr[i]);
+        knit_waitall((size_t)s->n, s->kr, NULL);
+        nb_free(s);
+        return st;
+    }
+    *out = s;
+    return KNIT_OK;
+}
+
+/* Wait for the messages, unpack, free s: the first failure's status. */
+static knit_status_t nb_complete(kn_mpi_nbr_t *s)
+{
+    knit_status_t st = knit_waitall((size_t)s->n, s->kr, s->ks);
+    for (int i = 0; i < s->nup; i++) {
+        nb_unpack_t *u = &s->up[i];
+        knit_status_t e = s->ks[u->k].error;
+        if (e == KNIT_OK || e == KNIT_ERR_TRUNCATE)
+            kn_mpi_unpack(u->t, u->tmp, s->ks[u->k].length, u->dst, u->count);
+    }
+    nb_free(s);
+    return st;
+}
+
+int kn_mpi_nbr_test(kn_mpi_req_t *r)
+{
+    kn_mpi_nbr_t *s = r->nbr;
+    while (s->first < s->n) {
+        int done = 0;
+        knit_request_status(s->kr[s->first], &done, NULL); /* progresses when not done */
+        if (!done)
+            return 0;
+        s->first++;
+    }
+    return 1;
+}
+
+int kn_mpi_nbr_finish(kn_mpi_req_t *r)
+{
+    int cls = kn_mpi_class_of(nb_complete(r->nbr));
+    r->nbr = NULL;
+    MPI_Status *st = &r->done_st;
+    st->MPI_SOURCE = MPI_ANY_SOURCE;
+    st->MPI_TAG = MPI_ANY_TAG;
+    st->MPI_ERROR = cls;
+    st->kn_cancelled = 0;
+    st->kn_bytes = 0;
+    return cls;
+}
+
+/* The shape of the arguments. */
+enum { NB_ALLGATHER, NB_ALLGATHERV, NB_ALLTOALL, NB_ALLTOALLV, NB_ALLTOALLW };
+
+/* One side's arguments (send or receive). */
+typedef struct nb_side {
+    const void *buf;
+    int count;              /* the forms with one count */
+    const int *counts;      /* the others: per neighbour */
+    const void *displs;     /* int (elements) or, alltoallw, MPI_Aint (bytes) */
+    MPI_Datatype dt;
+    const MPI_Datatype *dts; /* alltoallw */
+} nb_side_t;
+
+/* Check one side of deg neighbours and describe its blocks. */
+static int nb_blocks(kn_mpi_comm_t *c, int form, int send, int deg, const nb_side_t *a, blk_t *b, const char *fn)
+{
+    const char *what = send ? "send" : "receive";
+    int per = form == NB_ALLTOALLV || form == NB_ALLTOALLW || (form == NB_ALLGATHERV && !send);
+    int err;
+    kn_mpi_type_t *t = NULL;
+    if ((const void *)a->buf == MPI_IN_PLACE)
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "MPI_IN_PLACE is not allowed in neighbourhood collectives");
+    if (form != NB_ALLTOALLW && !(t = kn_mpi_type_arg(c, a->dt, fn, &err)))
+        return err;
+    if (per && deg > 0 && (!a->counts || !a->displs))
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "%s counts or displacements are NULL", what);
+    if (form == NB_ALLTOALLW && deg > 0 && !a->dts)
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "%s types are NULL", what);
+    if (!per && a->count < 0)
+        return kn_mpi_error(c, fn, MPI_ERR_COUNT, "%s count %d is negative", what, a->count);
+    for (int k = 0; k < deg; k++) {
+        int n = per ? a->counts[k] : a->count;
+        if (n < 0)
+            return kn_mpi_error(c, fn, MPI_ERR_COUNT, "%s count %d for neighbour %d is negative", what, n, k);
+        kn_mpi_type_t *tk = t;
+        if (form == NB_ALLTOALLW && !(tk = kn_mpi_type_arg(c, a->dts[k], fn, &err)))
+            return err;
+        MPI_Aint off;
+        switch (form) {
+        case NB_ALLGATHER:
+            off = send ? 0 : (MPI_Aint)k * a->count * t->extent;
+            break;
+        case NB_ALLGATHERV:
+            off = send ? 0 : (MPI_Aint)((const int *)a->displs)[k] * t->extent;
+            break;
+        case NB_ALLTOALL:
+            off = (MPI_Aint)k * a->count * t->extent;
+            break;
+        case NB_ALLTOALLV:
+            off = (MPI_Aint)((const int *)a->displs)[k] * t->extent;
+            break;
+        default:
+            off = ((const MPI_Aint *)a->displs)[k];
+        }
+        if (kn_mpi_bad_buffer(a->buf, n, tk))
+            return kn_mpi_error(c, fn, MPI_ERR_BUFFER, "%s buffer is NULL with count %d for neighbour %d", what, n,
+                                k);
+        b[k] = (blk_t){at(a->buf, off), n, tk};
+    }
+    return MPI_SUCCESS;
+}
+
+/* Every neighbourhood collective: check, post, and for a blocking call
+ * (req NULL) wait; a nonblocking one hands out its request. */
+static int neighbor(int form, const nb_side_t *snd, const nb_side_t *rcv, MPI_Comm comm, int nb, MPI_Request *req,
+                    const char *fn)
+{
+    if (!kn_mpi.initialized || kn_mpi.finalized)
+        return kn_mpi_not_ready(fn);
+    int err;
+    kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, fn, &err);
+    if (!c)
+        return err;
+    kn_mpi_topo_t *tp = topo_arg(c, 0, fn, &err);
+    if (!tp)
+        return err;
+    if (nb && !req)
+        return kn_mpi_error(c, fn, MPI_ERR_ARG, "request is NULL");
+    blk_t *b = malloc(((size_t)tp->outdeg + (size_t)tp->indeg + 1) * sizeof(*b));
+    if (!b)
+        return kn_mpi_error(c, fn, MPI_ERR_NO_MEM, "no memory");
+    if ((err = nb_blocks(c, form, 1, tp->outdeg, snd, b, fn)) != MPI_SUCCESS ||
+        (err = nb_blocks(c, form, 0, tp->indeg, rcv, b + tp->outdeg, fn)) != MPI_SUCCESS) {
+        free(b);
+        return err;
+    }
+    kn_mpi_req_t *r = NULL;
+    if (nb && !(r = kn_mpi_req_new(c, NULL, KN_RQ_NBR))) {
+        free(b);
+        return kn_mpi_error(c, fn, MPI_ERR_NO_MEM, "no memory for a request");
+    }
+    kn_mpi_nbr_t *s = NULL;
+    knit_status_t st = nb_start(c, b, b + tp->outdeg, &s);
+    free(b);
+    if (st == KNIT_OK && r) {
+        r->nbr = s;
+        r->active = 1;
+        *req = r->handle;
+        return MPI_SUCCESS;
+    }
+    if (r)
+        kn_mpi_req_release(r);
+    if (st == KNIT_OK)
+        st = nb_complete(s);
+    return st == KNIT_OK ? MPI_SUCCESS : kn_mpi_error_st(c, fn, st, "%s", knit_strerror(st));
+}
+
+/* the arguments of each form as two sides */
+#define SIDE1(buf, count, dt) (&(nb_side_t){(buf), (count), NULL, NULL, (dt), NULL})
+#define SIDEV(buf, counts, displs, dt) (&(nb_side_t){(buf), 0, (counts), (displs), (dt), NULL})
+#define SIDEW(buf, counts, displs, dts) (&(nb_side_t){(buf), 0, (counts), (displs), MPI_DATATYPE_NULL, (dts)})
+
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return neighbor(NB_ALLGATHER, SIDE1(sendbuf, sendcount, sendtype), SIDE1(recvbuf, recvcount, recvtype), comm, 0,
+                    NULL, __func__);
+}
+
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return neighbor(NB_ALLGATHER, SIDE1(sendbuf, sendcount, sendtype), SIDE1(recvbuf, recvcount, recvtype), comm, 1,
+                    request, __func__);
+}
+
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                            const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return neighbor(NB_ALLGATHERV, SIDE1(sendbuf, sendcount, sendtype), SIDEV(recvbuf, recvcounts, displs, recvtype),
+                    comm, 0, NULL, __func__);
+}
+
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    return neighbor(NB_ALLGATHERV, SIDE1(sendbuf, sendcount, sendtype), SIDEV(recvbuf, recvcounts, displs, recvtype),
+                    comm, 1, request, __func__);
+}
+
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return neighbor(NB_ALLTOALL, SIDE1(sendbuf, sendcount, sendtype), SIDE1(recvbuf, recvcount, recvtype), comm, 0,
+                    NULL, __func__);
+}
+
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return neighbor(NB_ALLTOALL, SIDE1(sendbuf, sendcount, sendtype), SIDE1(recvbuf, recvcount, recvtype), comm, 1,
+                    request, __func__);
+}
+
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                           void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                           MPI_Comm comm)
+{
+    return neighbor(NB_ALLTOALLV, SIDEV(sendbuf, sendcounts, sdispls, sendtype),
+                    SIDEV(recvbuf, recvcounts, rdispls, recvtype), comm, 0, NULL, __func__);
+}
+
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                            void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    return neighbor(NB_ALLTOALLV, SIDEV(sendbuf, sendcounts, sdispls, sendtype),
+                    SIDEV(recvbuf, recvcounts, rdispls, recvtype), comm, 1, request, __func__);
+}
+
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                           const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                           const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    return neighbor(NB_ALLTOALLW, SIDEW(sendbuf, sendcounts, sdispls, sendtypes),
+                    SIDEW(recvbuf, recvcounts, rdispls, recvtypes), comm, 0, NULL, __func__);
+}
+
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                            const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                            const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                            MPI_Request *request)
+{
+    return neighbor(NB_ALLTOALLW, SIDEW(sendbuf, sendcounts, sdispls, sendtypes),
+                    SIDEW(recvbuf, recvcounts, rdispls, recvtypes), comm, 1, request, __func__);
 }
