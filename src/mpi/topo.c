@@ -753,12 +753,15 @@ static int dist_exchange(kn_mpi_comm_t *n, int nsrc, const int *sources, const i
     }
     for (int i = 0, k = 0; i < nsrc; i++)
         for (int j = 0; j < degrees[i]; j++, k++) {
-            int w = weights == MPI_UNWEIGHTED ? 1 : weights[k];
-            sbuf[pos[sources[i]]++] = (edge_msg_t){EDGE_OUT, dests[k], w};
-            sbuf[pos[dests[k]]++] = (edge_msg_t){EDGE_IN, sources[i], w};
+            int wk = weights == MPI_UNWEIGHTED ? 1 : weights[k];
+            sbuf[pos[sources[i]]++] = (edge_msg_t){EDGE_OUT, dests[k], wk};
+            sbuf[pos[dests[k]]++] = (edge_msg_t){EDGE_IN, sources[i], wk};
         }
-    /* all weighted or none: min of (w, -w) tells both extremes */
-    int wf[2] = {weights != MPI_UNWEIGHTED, -(weights != MPI_UNWEIGHTED)}, wr[2];
+    /* all weighted or none: the min of (w, -w) tells both extremes; a
+     * process without edges that gave no MPI_UNWEIGHTED (NULL,
+     * MPI_WEIGHTS_EMPTY) goes with the others (1, 0 changes neither) */
+    int w = weights != MPI_UNWEIGHTED, any = m > 0 || !w;
+    int wf[2] = {any ? w : 1, any ? -w : 0}, wr[2];
     knit_op_t op_min = {.kind = KNIT_OP_MIN};
     if ((st = knit_allreduce(n->kc, wf, wr, 2, KNIT_INT, &op_min)) != KNIT_OK ||
         (st = knit_alltoall(n->kc, scnt, rcnt, 1, KNIT_INT)) != KNIT_OK)
@@ -777,7 +780,7 @@ static int dist_exchange(kn_mpi_comm_t *n, int nsrc, const int *sources, const i
     }
     if ((st = knit_alltoallw(n->kc, sbuf, sc, sd, rbuf, rc, rd)) != KNIT_OK)
         goto out;
-    if (wr[0] != -wr[1]) {
+    if (wr[0] == 0 && wr[1] == -1) {
         err = MPI_ERR_ARG; /* some gave MPI_UNWEIGHTED, some weights */
         goto out;
     }

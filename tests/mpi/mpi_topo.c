@@ -762,20 +762,36 @@ static void t_dist_graph(void)
     OK(MPI_Comm_free(&dg));
 
     /* Dist_graph_create, rank 0 naming every edge (a star into the last
-     * rank, and each rank to itself), unweighted */
-    int srcs[64], degs[64], dsts[128], m = 0;
+     * rank, and each rank to itself), weighted: the others, without
+     * edges, give MPI_WEIGHTS_EMPTY */
+    int srcs[64], degs[64], dsts[128], wts[128], m = 0;
     for (int q = 0; q < np; q++) {
         srcs[q] = q;
         degs[q] = 2;
+        wts[m] = 100 + m;
         dsts[m++] = np - 1;
+        wts[m] = 100 + m;
         dsts[m++] = q;
     }
-    OK(MPI_Dist_graph_create(MPI_COMM_WORLD, me == 0 ? np : 0, srcs, degs, dsts, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
-                             &dg));
+    OK(MPI_Dist_graph_create(MPI_COMM_WORLD, me == 0 ? np : 0, srcs, degs, dsts, me == 0 ? wts : MPI_WEIGHTS_EMPTY,
+                             MPI_INFO_NULL, 0, &dg));
     OK(MPI_Dist_graph_neighbors_count(dg, &ind, &outd, &w));
-    CHECK_EQ(w, 0);
+    CHECK_EQ(w, 1);
     CHECK_EQ(outd, 2);
     CHECK_EQ(ind, me == np - 1 ? np + 1 : 1);
+    int bs[72], bsw[72];
+    OK(MPI_Dist_graph_neighbors(dg, 72, bs, bsw, 4, d, gdw));
+    CHECK(d[0] == np - 1 && gdw[0] == 100 + 2 * me && d[1] == me && gdw[1] == 101 + 2 * me);
+    for (int p = 0, i = 0; p < np; p++) {
+        if (me == np - 1) {
+            CHECK_EQ(bs[i], p);
+            CHECK_EQ(bsw[i++], 100 + 2 * p);
+        }
+        if (p == me) {
+            CHECK_EQ(bs[i], p);
+            CHECK_EQ(bsw[i++], 101 + 2 * p);
+        }
+    }
     for (int q = 0; q < np; q++) {
         all[q] = (nbrs_t){0, 2, {0}, {np - 1, q}, 0};
         for (int p = 0; p < np; p++) { /* rank 0's list: p -> last, p -> p */
@@ -787,6 +803,13 @@ static void t_dist_graph(void)
     }
     check_nbrs(dg, &all[me]);
     t_collectives(dg, all);
+    OK(MPI_Comm_free(&dg));
+    /* unweighted from rank 0, MPI_WEIGHTS_EMPTY from the others (no edges) */
+    OK(MPI_Dist_graph_create(MPI_COMM_WORLD, me == 0 ? np : 0, srcs, degs, dsts,
+                             me == 0 ? MPI_UNWEIGHTED : MPI_WEIGHTS_EMPTY, MPI_INFO_NULL, 0, &dg));
+    OK(MPI_Dist_graph_neighbors_count(dg, &ind, &outd, &w));
+    CHECK_EQ(w, 0);
+    CHECK_EQ(ind, me == np - 1 ? np + 1 : 1);
     OK(MPI_Comm_free(&dg));
 }
 
