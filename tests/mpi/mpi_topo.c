@@ -883,7 +883,21 @@ static void t_errors(void)
     OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
     CHECK_EQ(buf[0], l);
     CHECK_EQ(buf[1], rr);
+    /* with point-to-point requests in Waitany, and outliving its
+     * communicator's handle */
+    MPI_Request mix[2];
+    int self = -1, sv = 1234 + me, which;
+    buf[0] = buf[1] = SENT;
+    OK(MPI_Irecv(&self, 1, MPI_INT, me, 5, MPI_COMM_WORLD, &mix[0]));
+    OK(MPI_Ineighbor_allgather(&sv, 1, MPI_INT, buf, 1, MPI_INT, c, &mix[1]));
     OK(MPI_Comm_free(&c));
+    OK(MPI_Send(&sv, 1, MPI_INT, me, 5, MPI_COMM_WORLD));
+    OK(MPI_Waitany(2, mix, &which, MPI_STATUS_IGNORE));
+    OK(MPI_Waitany(2, mix, &which, MPI_STATUS_IGNORE));
+    CHECK(mix[0] == MPI_REQUEST_NULL && mix[1] == MPI_REQUEST_NULL);
+    CHECK_EQ(self, 1234 + me);
+    CHECK_EQ(buf[0], 1234 + l);
+    CHECK_EQ(buf[1], 1234 + rr);
 
     /* graphs */
     int idx[64], edg[64];
