@@ -169,6 +169,7 @@ void kn_mpi_comm_destroy(kn_mpi_comm_t *c)
     kn_mpi_errh_release(c->errh);
     if (c->info != MPI_INFO_NULL)
         MPI_Info_free(&c->info);
+    kn_mpi_topo_free(c->topo);
     kn_mpi_tbl_del(&kn_mpi.comms, c->handle);
     free(c->ranks);
     free(c->job2comm);
@@ -424,6 +425,10 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
             return kn_mpi_error(c, __func__, err, "cannot create the communicator");
     }
     kn_mpi_comm_t *n = kn_mpi_comm(h);
+    if (c->topo && !(n->topo = kn_mpi_topo_dup(c->topo))) {
+        MPI_Comm_free(&h);
+        return kn_mpi_error(c, __func__, MPI_ERR_NO_MEM, "no memory for the topology");
+    }
     if ((err = kn_mpi_attrs_copy(KN_K_COMM, comm, c->attrs, &n->attrs)) != MPI_SUCCESS) {
         MPI_Comm_free(&h);
         return kn_mpi_error(c, __func__, err, "an attribute copy callback failed");
@@ -515,6 +520,11 @@ static int split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, const 
     free(all);
     free(ranks);
     return err == MPI_SUCCESS ? err : kn_mpi_error(c, fn, err, "cannot create the communicator");
+}
+
+int kn_mpi_comm_split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, const char *fn)
+{
+    return split(c, color, key, newcomm, fn);
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
@@ -657,87 +667,6 @@ int MPI_Comm_free(MPI_Comm *comm)
     *comm = MPI_COMM_NULL;
     kn_mpi_comm_unref(c);
     return MPI_SUCCESS;
-}
-
-int MPI_Topo_test(MPI_Comm comm, int *status)
-{
-    KN_MPI_READY();
-    KN_MPI_COMM_ARG(c, comm);
-    if (!status)
-        return kn_mpi_error(c, __func__, MPI_ERR_ARG, "status is NULL");
-    *status = MPI_UNDEFINED; /* no topologies are attached */
-    return MPI_SUCCESS;
-}
-
-int MPI_Dims_create(int nnodes, int ndims, int dims[])
-{
-    KN_MPI_READY();
-    if (nnodes <= 0 || ndims < 0 || (ndims > 0 && !dims))
-        return kn_mpi_error(NULL, __func__, nnodes <= 0 ? MPI_ERR_ARG : MPI_ERR_DIMS,
-                            "nnodes %d, ndims %d", nnodes, ndims);
-    int rest = nnodes, free_dims = 0;
-    for (int i = 0; i < ndims; i++) {
-        if (dims[i] < 0)
-            return kn_mpi_error(NULL, __func__, MPI_ERR_DIMS, "dims[%d] = %d is negative", i, dims[i]);
-        if (dims[i] > 0) {
-            if (rest % dims[i])
-                return kn_mpi_error(NULL, __func__, MPI_ERR_DIMS, "nnodes %d is not a multiple of the fixed dims",
-                                    nnodes);
-            rest /= dims[i];
-        } else {
-            free_dims++;
-        }
-    }
-    if (free_dims == 0) {
-        if (rest != 1)
-            return kn_mpi_error(NULL, __func__, MPI_ERR_DIMS, "dims do not multiply to nnodes %d", nnodes);
-        return MPI_SUCCESS;
-    }
-    /* spread the prime factors, largest first, onto the smallest dimension */
-    int f[64], nf = 0;
-    for (int p = 2; rest > 1 && nf < 64;) {
-        if (rest % p == 0) {
-            f[nf++] = p;
-            rest /= p;
-        } else {
-            p = p == 2 ? 3 : p + 2;
-            if ((long)p * p > rest && rest > 1) {
-                f[nf++] = rest;
-                rest = 1;
-            }
-        }
-    }
-    int vals[64];
-    for (int i = 0; i < free_dims; i++)
-        vals[i] = 1;
-    for (int i = nf - 1; i >= 0; i--) {
-        int m = 0;
-        for (int j = 1; j < free_dims; j++)
-            if (vals[j] < vals[m])
-                m = j;
-        vals[m] *= f[i];
-    }
-    /* non-increasing order */
-    for (int i = 0; i < free_dims; i++)
-        for (int j = i + 1; j < free_dims; j++)
-            if (vals[j] > vals[i]) {
-                int t = vals[i];
-                vals[i] = vals[j];
-                vals[j] = t;
-            }
-    for (int i = 0, k = 0; i < ndims; i++)
-        if (dims[i] == 0)
-            dims[i] = vals[k++];
-    return MPI_SUCCESS;
-}
-
-int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder,
-                    MPI_Comm *comm_cart)
-{
-    KN_MPI_READY();
-    (void)ndims, (void)dims, (void)periods, (void)reorder, (void)comm_cart;
-    return kn_mpi_error(kn_mpi_comm(comm_old), __func__, MPI_ERR_UNSUPPORTED_OPERATION,
-                        "process topologies are not implemented");
 }
 
 /* --------------------------------------------------------------- groups */

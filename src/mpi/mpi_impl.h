@@ -12,6 +12,7 @@
  * chosen id is free at every member).  A communicator's traffic uses
  *   ctx_id                      its point-to-point messages
  *   ctx_id | KN_MPI_CTX_INTERNAL  the MPI layer's own exchanges (creation)
+ *   ctx_id | KN_MPI_CTX_NBR       neighbourhood collectives (topo.c)
  *   ctx_id | KNIT_COLL_CTX_BIT    collectives (knit_comm_t, src/coll); on an
  *                               intercommunicator, which has no knit_comm_t,
  *                               inter.c's messages between the groups
@@ -29,6 +30,7 @@
 #include "mpi.h"
 
 #define KN_MPI_CTX_INTERNAL 0x40000000u
+#define KN_MPI_CTX_NBR 0x20000000u
 #define KN_MPI_CTX_MAX 4096         /* context ids per process */
 #define KN_MPI_TAG_UB (KNIT_TAG_UB - 1) /* KNIT_TAG_UB is the layer's own tag */
 #define KN_MPI_TAG_INTERNAL KNIT_TAG_UB
@@ -95,6 +97,8 @@ typedef struct kn_mpi_inter kn_mpi_inter_t; /* an intercommunicator's part (inte
  * (the ranks point-to-point names), rank is this process's rank in the
  * local group, kc is NULL and inter holds the rest.  inter is NULL for an
  * intracommunicator. */
+typedef struct kn_mpi_topo kn_mpi_topo_t; /* a process topology (topo.c) */
+
 typedef struct kn_mpi_comm {
     MPI_Comm handle;
     uint32_t ctx_id;
@@ -109,6 +113,7 @@ typedef struct kn_mpi_comm {
     MPI_Info info;
     void *coll;          /* private slot of the collectives layer */
     kn_mpi_inter_t *inter; /* intercommunicators only */
+    kn_mpi_topo_t *topo; /* its process topology, NULL if none */
     char name[MPI_MAX_OBJECT_NAME];
 } kn_mpi_comm_t;
 
@@ -140,8 +145,9 @@ typedef struct kn_mpi_type {
 } kn_mpi_type_t;
 
 /* A request of the MPI layer. */
-enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE, KN_RQ_COLL, KN_RQ_RMA };
+enum { KN_RQ_SEND = 1, KN_RQ_RECV, KN_RQ_DONE, KN_RQ_COLL, KN_RQ_RMA, KN_RQ_NBR };
 typedef struct kn_mpi_coll kn_mpi_coll_t; /* a nonblocking collective (coll.c) */
+typedef struct kn_mpi_nbr kn_mpi_nbr_t;   /* a nonblocking neighbourhood collective (topo.c) */
 enum { KN_MODE_STD = 0, KN_MODE_SYNC, KN_MODE_READY, KN_MODE_BUF };
 typedef struct kn_mpi_req {
     MPI_Request handle;
@@ -160,6 +166,7 @@ typedef struct kn_mpi_req {
     struct kn_mpi_req *next_detached;
     kn_mpi_coll_t *coll;  /* KN_RQ_COLL: the collective in flight (kr is NULL) */
     struct kn_mpi_rop *rma; /* KN_RQ_RMA: MPI_Rput & co's operation (win_ops.c) */
+    kn_mpi_nbr_t *nbr;    /* KN_RQ_NBR: the neighbourhood collective in flight (kr is NULL) */
 } kn_mpi_req_t;
 
 typedef struct kn_mpi_errh {
@@ -410,6 +417,16 @@ int kn_mpi_inter_reduction(kn_mpi_comm_t *c, int kind, const void *sb, void *rb,
  * program's MPI_Op_free), and its release. */
 int kn_mpi_op_hold(MPI_Op op, MPI_Op *out);
 void kn_mpi_op_drop(MPI_Op op);
+/* MPI_Comm_split on c, errors raised as fn's (the topologies' constructors). */
+int kn_mpi_comm_split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, const char *fn);
+
+/* ------------------------------------------------------------ topologies */
+
+/* A copy of t for a duplicate of its communicator (MPI_Comm_dup; a
+ * nonblocking MPI_Comm_idup must take one too); its neighbourhood
+ * collectives count from 0 again.  NULL: no memory. */
+kn_mpi_topo_t *kn_mpi_topo_dup(const kn_mpi_topo_t *t);
+void kn_mpi_topo_free(kn_mpi_topo_t *t); /* NULL is fine */
 
 /* ------------------------------------------------------------ attributes */
 
@@ -437,6 +454,9 @@ int kn_mpi_rma_finish(kn_mpi_req_t *r);
 void kn_mpi_wins_fini(void);
 int kn_mpi_win_predef_attr(MPI_Win win, int keyval, void *val, int *flag);
 kn_mpi_attr_t **kn_mpi_win_attrs(MPI_Win win);
+/* The same for the neighbourhood collectives (topo.c, r->nbr). */
+int kn_mpi_nbr_test(kn_mpi_req_t *r);
+int kn_mpi_nbr_finish(kn_mpi_req_t *r);
 /* user ops (coll.c), at MPI_Finalize */
 void kn_mpi_ops_fini(void);
 void kn_mpi_reqs_fini(void);

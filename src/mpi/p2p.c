@@ -15,6 +15,10 @@
 #include <string.h>
 
 #include "mpi/mpi_impl.h"
+
+/* a request whose operation is another layer's: a nonblocking collective,
+ * a neighbourhood collective, a one-sided operation */
+#define KN_RQ_EXT(r) ((r)->coll || (r)->nbr || (r)->rma)
 #include "util/mem.h"
 
 /* ------------------------------------------------------------- statuses */
@@ -368,6 +372,7 @@ static kn_mpi_req_t *req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind)
     r->next_detached = NULL;
     r->coll = NULL;
     r->rma = NULL;
+    r->nbr = NULL;
     kn_mpi_comm_ref(c);
     kn_mpi_type_ref(t);
     return r;
@@ -897,7 +902,7 @@ static int req_state(MPI_Request h, kn_mpi_req_t **out, const char *fn, int *err
     *out = r;
     if (!r->active)
         return RQ_INACTIVE;
-    return r->kr || r->coll || r->rma ? RQ_PENDING : RQ_READY;
+    return r->kr || KN_RQ_EXT(r) ? RQ_PENDING : RQ_READY;
 }
 
 /* Whether a pending request's operation finished (progresses once). */
@@ -907,6 +912,8 @@ static int pending_done(kn_mpi_req_t *r)
         return kn_mpi_coll_test(r);
     if (r->rma)
         return kn_mpi_rma_test(r);
+    if (r->nbr)
+        return kn_mpi_nbr_test(r);
     int done = 0;
     knit_request_status(r->kr, &done, NULL);
     return done;
@@ -915,8 +922,8 @@ static int pending_done(kn_mpi_req_t *r)
 /* Complete r (its engine request done or about to be: waits), report. */
 static int complete(kn_mpi_req_t *r, MPI_Request *handle, MPI_Status *st)
 {
-    if (r->coll || r->rma) {
-        int cls = r->coll ? kn_mpi_coll_finish(r) : kn_mpi_rma_finish(r);
+    if (KN_RQ_EXT(r)) {
+        int cls = r->coll ? kn_mpi_coll_finish(r) : r->nbr ? kn_mpi_nbr_finish(r) : kn_mpi_rma_finish(r);
         req_finish(r, NULL, KNIT_OK, st, handle);
         return cls;
     }
@@ -1124,7 +1131,7 @@ int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Statu
     int all = 1;
     for (int i = 0; i < count && all; i++) {
         kn_mpi_req_t *r = kn_mpi_tbl_get(&kn_mpi.reqs, array_of_requests[i]);
-        if (r && r->active && (r->kr || r->coll || r->rma))
+        if (r && r->active && (r->kr || KN_RQ_EXT(r)))
             all = pending_done(r);
     }
     *flag = all;
@@ -1153,7 +1160,7 @@ static int scan_done(void *arg)
         if (!r || !r->active)
             continue;
         s->nactive++;
-        if ((r->kr || r->coll || r->rma) && !pending_done(r))
+        if ((r->kr || KN_RQ_EXT(r)) && !pending_done(r))
             continue;
         if (s->done_idx)
             s->done_idx[s->ndone] = i;
@@ -1265,7 +1272,7 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
             *status = r->done_st;
         return MPI_SUCCESS;
     }
-    if (r->coll || r->rma) { /* its error, if any, is reported by the completion call */
+    if (KN_RQ_EXT(r)) { /* its error, if any, is reported by the completion call */
         *flag = pending_done(r);
         if (*flag)
             status_empty(status);
@@ -1310,7 +1317,7 @@ int MPI_Request_free(MPI_Request *request)
         return err;
     if (s == RQ_NULL)
         return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
-    if (r->coll)
+    if (r->coll || r->nbr)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST,
                             "the request of a nonblocking collective cannot be freed (MPI 6.12): complete it");
     if (s == RQ_PENDING && r->rma) /* its operation completes now: nothing polls a freed one later */
@@ -1343,7 +1350,7 @@ int MPI_Cancel(MPI_Request *request)
         return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
     if (s == RQ_INACTIVE)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST, "the persistent request is not active");
-    if (r->coll)
+    if (r->coll || r->nbr)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST,
                             "the request of a nonblocking collective cannot be cancelled (MPI 6.12)");
     if (r->rma)

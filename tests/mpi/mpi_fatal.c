@@ -37,6 +37,9 @@ int main(int argc, char **argv)
             MPI_Type_contiguous(2, MPI_INT, &t);
             MPI_Type_set_name(t, "pair_t");
             MPI_Send(buf, 1, t, 0, 0, MPI_COMM_WORLD);
+        } else if (!strcmp(what, "topology")) {
+            int src, dst;
+            MPI_Cart_shift(MPI_COMM_WORLD, 0, 1, &src, &dst);
         } else if (!strcmp(what, "unsupported")) {
             MPI_Win_lock_all(0, win);
             MPI_Accumulate(buf, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, win);

@@ -22,7 +22,7 @@ if [ $? -ne 0 ]; then
     fi
 fi
 
-for prog in env errors order persist dtype dtype_big comm attr bsend mprobe cancel modes suite_style win inter; do
+for prog in env errors order persist dtype dtype_big comm attr bsend mprobe cancel modes suite_style win inter topo; do
     for np in 1 2 3 4 8; do
         job "$prog.n$np" "$np" 1 "mpi_$prog"
     done
@@ -55,6 +55,7 @@ fatal truncate "MPI_Recv: MPI_ERR_TRUNCATE: message truncated"
 fatal request "MPI_Wait: MPI_ERR_REQUEST: invalid request"
 # accumulates to memory outside the shared heap need the node agents
 fatal unsupported "MPI_Accumulate: MPI_ERR_UNSUPPORTED_OPERATION: .*carried by the node agents" --no-offload
+fatal topology "MPI_Cart_shift: MPI_ERR_TOPOLOGY: invalid communicator topology: MPI_COMM_WORLD has no process topology"
 # an uncommitted datatype is named: by its name, else by handle and maker
 fatal uncommitted "MPI_Send: MPI_ERR_TYPE: invalid datatype: datatype 0x[0-9a-f]* (unnamed, MPI_Type_vector of MPI_INT) is not committed"
 fatal uncommitted_named "MPI_Send: MPI_ERR_TYPE: invalid datatype: datatype pair_t is not committed"
