@@ -422,9 +422,9 @@ int kn_mpi_comm_split(kn_mpi_comm_t *c, int color, int key, MPI_Comm *newcomm, c
 
 /* ------------------------------------------------------------ topologies */
 
-/* A copy of t for a duplicate of its communicator (MPI_Comm_dup; a
- * nonblocking MPI_Comm_idup must take one too); its neighbourhood
- * collectives count from 0 again.  NULL: no memory. */
+/* A copy of t for a duplicate of its communicator (MPI_Comm_dup, and so
+ * MPI_Comm_idup and dup_with_info); its neighbourhood collectives count
+ * from 0 again.  NULL: no memory. */
 kn_mpi_topo_t *kn_mpi_topo_dup(const kn_mpi_topo_t *t);
 void kn_mpi_topo_free(kn_mpi_topo_t *t); /* NULL is fine */
 
