@@ -10,8 +10,9 @@ is the median of the runs (each run's value is itself a median of 5).
              --mca osc pt2pt (its osc/sm and osc/rdma reach the peer's memory
              directly whenever both ranks share a host, which two real nodes
              would not let them do)
-  MPICH      mpirun -n 2; two nodes: MPIR_CVAR_NOLOCAL=1 (the network path
-             over lo, as its own tests emulate nodes)
+  MPICH      mpirun -n 2; two nodes: MPIR_CVAR_NOLOCAL=1 with UCX_TLS=tcp,self
+             on lo (the network path; UCX would otherwise pick its shared
+             memory transports)
 
     python3 bench/osu_rma.py [--build build] [--reps 5] [--quick]
 
@@ -80,7 +81,7 @@ def command(impl, prog, nodes, knitrun, args):
         extra = ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo",
                  "--mca", "osc", "pt2pt"] if nodes > 1 else []
         return ["mpirun.openmpi", "-n", "2", "--oversubscribe"] + extra + [prog] + args, OMPI_ENV
-    env = {"MPIR_CVAR_NOLOCAL": "1"} if nodes > 1 else {}
+    env = {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "lo"} if nodes > 1 else {}
     return ["mpirun.mpich", "-n", "2", prog] + args, env
 
 

@@ -215,7 +215,10 @@ knit_status_t knit_rma_atomic(knit_win_t *win, knit_rma_atomic_op_t op, knit_dty
 /* ---------------------------------------------------------- completion */
 
 /* knit_rma_test sets *done and, when done, frees the request, sets *req to
- * NULL and returns the operation's status (KNIT_OK while not done). */
+ * NULL and returns the operation's status (KNIT_OK while not done).  A
+ * call that completed its operation at once (a contiguous put or get
+ * through memory mapped here, an accumulate done here under the target's
+ * lock) sets *req to NULL: waiting on NULL returns KNIT_OK. */
 knit_status_t knit_rma_test(knit_rma_req_t **req, int *done);
 knit_status_t knit_rma_wait(knit_rma_req_t **req);
 knit_status_t knit_rma_waitall(size_t n, knit_rma_req_t **reqs);

@@ -382,6 +382,10 @@ static int started(const wop_t *o, knit_status_t st, kn_mpi_rop_t *op, MPI_Reque
         return kn_mpi_win_error(o->w, o->fn, rma_class(st), st, "%s to rank %d: %s", o->fn, o->rank, st_what(st));
     }
     op->rank = o->rank;
+    if (!req && !op->kr) { /* complete already (memory mapped here): nothing to keep */
+        rop_finish(op);
+        return MPI_SUCCESS;
+    }
     if (!req)
         return kn_mpi_win_keep(o->w, op, o->fn);
     kn_mpi_req_t *r = kn_mpi_req_new(o->w->comm, NULL, KN_RQ_RMA);

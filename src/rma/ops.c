@@ -241,8 +241,12 @@ knit_status_t kn_rma_wait_win(knit_win_t *w, int rank)
 
 knit_status_t knit_rma_test(knit_rma_req_t **req, int *done)
 {
-    if (!req || !*req || !done)
+    if (!req || !done)
         return KNIT_ERR_INVAL;
+    if (!*req) { /* the call completed it */
+        *done = 1;
+        return KNIT_OK;
+    }
     knit_rma_req_t *r = *req;
     if (!poll_req(r)) {
         knit_progress(kn_rma.ctx);
@@ -260,8 +264,10 @@ knit_status_t knit_rma_test(knit_rma_req_t **req, int *done)
 
 knit_status_t knit_rma_wait(knit_rma_req_t **req)
 {
-    if (!req || !*req)
+    if (!req)
         return KNIT_ERR_INVAL;
+    if (!*req) /* the call completed it */
+        return KNIT_OK;
     knit_status_t st = wait_one(*req);
     req_free(*req);
     *req = NULL;
@@ -549,7 +555,7 @@ static void lock_wait(uint64_t *l)
  * mapped here, as is the target's accumulate lock: done here under the
  * lock (rma_mod.h), no agent.  0: not such memory; 1: done, *st its
  * status. */
-static int locked_here(kn_tl_t *tl, int job, const xfer_t *x, knit_rma_req_t *r, knit_status_t *st)
+static int locked_here(kn_tl_t *tl, int job, const xfer_t *x, uint64_t *result, knit_status_t *st)
 {
     uint64_t *l = x->lockaddr ? amap(tl, job, x->lockaddr, sizeof(uint64_t)) : NULL;
     if (!l || (uintptr_t)l % sizeof(uint64_t))
@@ -566,7 +572,7 @@ static int locked_here(kn_tl_t *tl, int job, const xfer_t *x, knit_rma_req_t *r,
         if (ok && nv != old)
             memcpy(p, &nv, es);
         kn_rma_unlock(l);
-        r->result = old;
+        *result = old;
         *st = ok ? KNIT_OK : KNIT_ERR_INVAL;
         return 1;
     }
@@ -651,8 +657,47 @@ static int in_window(const knit_win_t *w, int rank, uint64_t addr, uint64_t exte
     return addr >= p->base && extent <= p->size && addr - p->base <= p->size - extent;
 }
 
+/* What completes within the call, with no request: a contiguous put or
+ * get the direct method copies through memory mapped here, and an
+ * accumulate or atomic done here under the target's accumulate lock.  1:
+ * done (*st, *result for an atomic); 0: the general path. */
+static int quick(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_status_t *st, uint64_t *result)
+{
+    int job = w->peer[rank].job;
+    kn_tl_t *tl = kn_p2p_tl(kn_rma.p2p, job);
+    if (!tl || !x->total)
+        return 0;
+    if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW || x->kind == KN_RMA_K_GACC) {
+        x->lockaddr = w->peer[rank].acclock;
+        return locked_here(tl, job, x, result, st);
+    }
+    void *l = (void *)(uintptr_t)x->laddr;
+    if (x->segs || x->nblocks != 1 || !tl->ops->map || kn_mem_implausible(l, x->total) ||
+        knit_rma_method_of(w, flags, rank, l, x->bsize, 1) != KNIT_RMA_DIRECT)
+        return 0;
+    char *p = tl->ops->map(tl, job, x->raddr, x->total);
+    if (!p)
+        return 0;
+    if (x->kind == KN_RMA_K_PUT)
+        memcpy(p, l, x->total);
+    else
+        memcpy(l, p, x->total);
+    *st = KNIT_OK;
+    return 1;
+}
+
 static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_rma_req_t **out)
 {
+    knit_status_t qst;
+    uint64_t qres = 0;
+    if (quick(w, rank, x, flags, &qst, &qres)) {
+        free(x->segs);
+        if (out)
+            *out = NULL; /* complete already */
+        return qst;
+    }
+    if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW || x->kind == KN_RMA_K_GACC)
+        x->lockaddr = w->peer[rank].acclock; /* for the agent */
     knit_rma_req_t *r = calloc(1, sizeof(*r));
     if (!r) {
         free(x->segs);
@@ -670,10 +715,7 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
     if (!x->total) {
         /* nothing to move */
     } else if (x->kind == KN_RMA_K_ACC || x->kind == KN_RMA_K_RMW || x->kind == KN_RMA_K_GACC) {
-        x->lockaddr = w->peer[rank].acclock;
-        if (locked_here(kn_p2p_tl(kn_rma.p2p, job), job, x, r, &st))
-            ; /* done */
-        else if (kn_rma.mod)
+        if (kn_rma.mod)
             st = via_agent(w, rank, x,
                            (flags & KNIT_RMA_METHOD_MASK) == KNIT_RMA_PACK && x->kind == KN_RMA_K_ACC ? KNIT_RMA_PACK
                                                                                                      : KNIT_RMA_AGENT,
@@ -1010,8 +1052,15 @@ knit_status_t knit_rma_atomic(knit_win_t *w, knit_rma_atomic_op_t op, knit_dtype
         memcpy(&x.compare, compare, es);
     if (!in_window(w, rank, x.raddr, es))
         return KNIT_ERR_RANGE;
+    knit_status_t st;
+    uint64_t old = 0;
+    if (quick(w, rank, &x, KNIT_RMA_AGENT, &st, &old)) { /* done here, under the target's lock */
+        if (st == KNIT_OK)
+            memcpy(result, &old, es);
+        return st;
+    }
     knit_rma_req_t *r = NULL;
-    knit_status_t st = start(w, rank, &x, KNIT_RMA_AGENT, &r);
+    st = start(w, rank, &x, KNIT_RMA_AGENT, &r);
     if (st != KNIT_OK)
         return st;
     st = wait_one(r);
