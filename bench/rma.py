@@ -123,8 +123,9 @@ def main():
         for m in METHODS:
             rows[m] = ([knitrun, "-n", "2", "--nodes", str(nodes), prog, "--method", m] + common, {})
         if "openmpi" in mpi:
-            extra = ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"] \
-                if nodes > 1 else []
+            # osc pt2pt: osc sm / rdma would reach the peer's memory directly on one host
+            extra = ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo",
+                     "--mca", "osc", "pt2pt"] if nodes > 1 else []
             rows["Open MPI"] = (["mpirun.openmpi", "-n", "2", "--oversubscribe"] + extra + [mpi["openmpi"]] + common,
                                 OMPI_ENV)
         if "mpich" in mpi:
