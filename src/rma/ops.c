@@ -928,6 +928,15 @@ static knit_status_t acc_check(const knit_rma_acc_t *acc, xfer_t *x)
     return KNIT_OK;
 }
 
+/* A get-accumulate's: the accumulate's, and somewhere for the result. */
+static knit_status_t gacc_check(const knit_rma_acc_t *acc, void *result, xfer_t *x)
+{
+    if (!result && x->total)
+        return KNIT_ERR_INVAL;
+    x->resaddr = (uint64_t)(uintptr_t)result;
+    return acc_check(acc, x);
+}
+
 #define KN_RMA_RUN(describe, extra)                                                                    \
     do {                                                                                               \
         xfer_t x = {0};                                                                                \
@@ -1024,8 +1033,7 @@ knit_status_t knit_gacc_list(knit_win_t *w, const knit_rma_acc_t *acc, const kni
                              void *result, int rank, unsigned flags, knit_rma_req_t **req)
 {
     flags &= ~KNIT_RMA_LOCAL; /* the result comes back: complete when it is here */
-    KN_RMA_RUN(list(w, KN_RMA_K_GACC, segs, n, rank, &x),
-               (x.resaddr = (uint64_t)(uintptr_t)result, !result && x.total ? KNIT_ERR_INVAL : acc_check(acc, &x)));
+    KN_RMA_RUN(list(w, KN_RMA_K_GACC, segs, n, rank, &x), gacc_check(acc, result, &x));
 }
 
 knit_status_t knit_rma_atomic(knit_win_t *w, knit_rma_atomic_op_t op, knit_dtype_t dtype, void *remote,
