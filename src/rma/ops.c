@@ -776,7 +776,7 @@ static knit_status_t strided(knit_win_t *w, int kind, const void *src, const int
     if (!w || rank < 0 || rank >= w->n || levels < 0 || levels > KNIT_RMA_MAX_LEVELS || !count ||
         (levels && (!sstride || !dstride)))
         return KNIT_ERR_INVAL;
-    memset(x, 0, sizeof(*x));
+    kn_mem_zero(x, sizeof(*x)); /* not an inlined `rep stos` (util/mem.h) */
     x->kind = kind;
     int put = kind != KN_RMA_K_GET;
     const int64_t *lstride = put ? sstride : dstride, *rstride = put ? dstride : sstride;
@@ -832,7 +832,7 @@ static knit_status_t vector(knit_win_t *w, int kind, const knit_rma_iov_t *iov, 
 {
     if (!w || rank < 0 || rank >= w->n || niov < 0 || (niov && !iov))
         return KNIT_ERR_INVAL;
-    memset(x, 0, sizeof(*x));
+    kn_mem_zero(x, sizeof(*x)); /* not an inlined `rep stos` (util/mem.h) */
     x->kind = kind;
     uint64_t nseg = 0;
     for (int i = 0; i < niov; i++) {
@@ -875,7 +875,7 @@ static knit_status_t list(knit_win_t *w, int kind, const knit_rma_seg_t *segs, s
 {
     if (!w || rank < 0 || rank >= w->n || (n && !segs))
         return KNIT_ERR_INVAL;
-    memset(x, 0, sizeof(*x));
+    kn_mem_zero(x, sizeof(*x)); /* not an inlined `rep stos` (util/mem.h) */
     x->kind = kind;
     x->segs = malloc((n ? n : 1) * sizeof(kn_rma_seg_t));
     if (!x->segs)
@@ -939,7 +939,8 @@ static knit_status_t gacc_check(const knit_rma_acc_t *acc, void *result, xfer_t 
 
 #define KN_RMA_RUN(describe, extra)                                                                    \
     do {                                                                                               \
-        xfer_t x = {0};                                                                                \
+        xfer_t x; /* the describing call sets every field */                                          \
+        x.segs = NULL;                                                                                 \
         knit_status_t st_ = (describe);                                                                \
         if (st_ == KNIT_OK)                                                                            \
             st_ = (extra);                                                                             \
@@ -1052,8 +1053,13 @@ knit_status_t knit_rma_atomic(knit_win_t *w, knit_rma_atomic_op_t op, knit_dtype
     default:
         return KNIT_ERR_INVAL;
     }
-    xfer_t x = {.kind = KN_RMA_K_RMW, .raddr = (uint64_t)(uintptr_t)remote, .total = es, .nblocks = 1,
-                .bsize = es, .aop = (uint32_t)op};
+    xfer_t x;
+    kn_mem_zero(&x, sizeof(x)); /* not an inlined `rep stos` (util/mem.h) */
+    x.kind = KN_RMA_K_RMW;
+    x.raddr = (uint64_t)(uintptr_t)remote;
+    x.total = x.bsize = es;
+    x.nblocks = 1;
+    x.aop = (uint32_t)op;
     x.acc.dtype = dtype;
     memcpy(&x.operand, operand, es);
     if (compare)
