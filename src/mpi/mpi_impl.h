@@ -447,6 +447,29 @@ void kn_mpi_req_release(kn_mpi_req_t *r);
  * raised). */
 int kn_mpi_coll_test(kn_mpi_req_t *r);
 int kn_mpi_coll_finish(kn_mpi_req_t *r);
+/* A request whose operation is another layer's: a nonblocking collective,
+ * a neighbourhood collective, a one-sided operation. */
+#define KN_RQ_EXT(r) ((r)->coll || (r)->nbr || (r)->rma)
+/* Point-to-point's internals that completion (wait.c) shares with posting
+ * (p2p.c): statuses, the class of an engine result, a request handle's
+ * request (NULL: error raised, *err), the end of a request (status filled,
+ * freed or made inactive, *handle updated; the class), and completing one
+ * with its error raised from fn. */
+/* The first request that failed on a buffer since the last raise: noted
+ * when it finishes (its buffer is known then), said by the call that
+ * raises its error. */
+typedef struct kn_mpi_fault {
+    knit_status_t st;
+    char text[256];
+} kn_mpi_fault_t;
+extern kn_mpi_fault_t kn_mpi_last_fault;
+void kn_mpi_status_empty(MPI_Status *st);
+void kn_mpi_status_from(MPI_Status *st, const kn_mpi_comm_t *c, const knit_msg_status_t *ks);
+int kn_mpi_result_class(knit_status_t r);
+kn_mpi_req_t *kn_mpi_req_arg(MPI_Request h, const char *fn, int *err);
+int kn_mpi_req_finish(kn_mpi_req_t *r, const knit_msg_status_t *ks, knit_status_t res, MPI_Status *st,
+                      MPI_Request *handle);
+int kn_mpi_complete_raise(kn_mpi_req_t *r, MPI_Request *handle, MPI_Status *status, const char *fn);
 /* The same for the request forms of one-sided operations (win_ops.c). */
 int kn_mpi_rma_test(kn_mpi_req_t *r);
 int kn_mpi_rma_finish(kn_mpi_req_t *r);
