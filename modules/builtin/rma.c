@@ -445,31 +445,19 @@ static int32_t gacc_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint64_t
 
 /* The target's accumulate lock, mapped here and taken (rma_mod.h): NULL
  * where the window has none for it (then only this agent changes the
- * target's memory); *st an error when it could not be had (a holder that
- * never gave it back: its rank is gone, or stuck). */
-#define LOCK_PATIENCE_NS 2000000000ull
-static uint64_t *lock_take(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, int32_t *st)
+ * target's memory).  A holder is a rank of this node combining at most
+ * KN_RMA_LOCK_SPAN bytes: spin, then let it run.  No time limit: a holder
+ * held up (descheduled, stopped) only delays; one that died ends the job. */
+static uint64_t *lock_take(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h)
 {
     uint64_t *l = h->lockaddr && K->map_rank ? K->map_rank(m, h->target, h->lockaddr, sizeof(uint64_t)) : NULL;
-    *st = KNIT_MOD_OK;
     if (!l || (uintptr_t)l % sizeof(uint64_t))
         return NULL;
-    uint64_t t0 = 0;
     for (unsigned spin = 0; !kn_rma_lock_try(l); spin++) {
-        if (spin < 128) {
+        if (spin < 128)
             __builtin_ia32_pause();
-            continue;
-        }
-        uint64_t now = K->now_ns(m);
-        if (!t0)
-            t0 = now;
-        if (now - t0 > LOCK_PATIENCE_NS) {
-            K->log(m, KNIT_MOD_LOG_ERROR, "rank %d's accumulate lock was held for over 2 s: an accumulate failed",
-                   h->target);
-            *st = KNIT_MOD_ERR_AGAIN;
-            return NULL;
-        }
-        sched_yield(); /* the holder is a rank of this node: let it run */
+        else
+            sched_yield();
     }
     return l;
 }
@@ -530,10 +518,8 @@ static int32_t rmw(knit_mod_ctx_t *m, kn_rma_msg_hdr_t *h)
     if (es != 1 && es != 2 && es != 4 && es != 8)
         return KNIT_MOD_ERR_INVAL;
     uint64_t old = 0, nv;
-    int32_t st;
-    uint64_t *l = lock_take(m, h, &st);
-    if (st != KNIT_MOD_OK)
-        return st;
+    int32_t st = KNIT_MOD_OK;
+    uint64_t *l = lock_take(m, h);
     char *p = K->map_rank ? K->map_rank(m, h->target, h->raddr, es) : NULL;
     if (p) /* little-endian: the low bytes */
         memcpy(&old, p, es);
@@ -598,7 +584,7 @@ static void at_target(knit_mod_ctx_t *m, int32_t from, const kn_rma_msg_hdr_t *h
     if (gacc && !old)
         st = KNIT_MOD_ERR_NOMEM;
     else
-        l = lock_take(m, h, &st);
+        l = lock_take(m, h);
     for (uint32_t i = 0; st == KNIT_MOD_OK && i < h->npieces; off += pc[i].len, i++)
         st = whose(combine_piece(m, h, pc[i].raddr, data + off, pc[i].len, gacc ? old + off : NULL),
                    KNIT_ERR_PEER_FAULT);

@@ -690,7 +690,8 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
 {
     knit_status_t qst;
     uint64_t qres = 0;
-    if (quick(w, rank, x, flags, &qst, &qres)) {
+    /* (an atomic's caller tried quick already: it wants the result) */
+    if (x->kind != KN_RMA_K_RMW && quick(w, rank, x, flags, &qst, &qres)) {
         free(x->segs);
         if (out)
             *out = NULL; /* complete already */
