@@ -55,9 +55,18 @@ $(BUILD)/modules/builtin/rma.so: modules/builtin/rma.c src/coll/op.c src/coll/co
 	$(Q)$(CC) -Iinclude -Isrc -D_GNU_SOURCE $(MODULE_CFLAGS) -fvisibility=hidden -s -shared -o $@ \
 	    modules/builtin/rma.c src/coll/op.c
 
-$(BUILD)/gen/builtin_mods.c: $(BUILD)/modules/builtin/coll.so $(BUILD)/modules/builtin/rma.so scripts/embed.sh
+# dsm: the replicated region's ring and lock manager (src/dsm), with the
+# crc32c of the update frames
+$(BUILD)/modules/builtin/dsm.so: modules/builtin/dsm.c src/util/crc32c.c src/util/crc32c.h src/dsm/dsm_mod.h \
+                                 include/knit/module.h
 	@mkdir -p $(@D)
-	$(Q)bash scripts/embed.sh $@ coll $(BUILD)/modules/builtin/coll.so rma $(BUILD)/modules/builtin/rma.so
+	$(Q)$(CC) -Iinclude -Isrc -D_GNU_SOURCE $(MODULE_CFLAGS) -fvisibility=hidden -s -shared -o $@ \
+	    modules/builtin/dsm.c src/util/crc32c.c
+
+BUILTIN_SOS := $(foreach m,coll rma dsm,$(BUILD)/modules/builtin/$(m).so)
+$(BUILD)/gen/builtin_mods.c: $(BUILTIN_SOS) scripts/embed.sh
+	@mkdir -p $(@D)
+	$(Q)bash scripts/embed.sh $@ $(foreach m,coll rma dsm,$(m) $(BUILD)/modules/builtin/$(m).so)
 
 $(BUILD)/obj/gen/builtin_mods.o: $(BUILD)/gen/builtin_mods.c
 	@mkdir -p $(@D)

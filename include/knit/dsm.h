@@ -1,0 +1,93 @@
+/*
+ * knit: a distributed shared memory replicated on every node (docs/dsm.md).
+ *
+ * knit_dsm_init maps one region of `size` bytes at the same virtual
+ * address in every rank of the job.  Each node keeps one replica (a
+ * shared-memory file that the node's ranks and its agent map), so ranks
+ * of a node see each other's writes at once, like processors on one
+ * memory board.  Reads are always local.  Writes reach the other nodes at
+ * release points: knit_dsm_flush, knit_dsm_unlock, knit_dsm_barrier.
+ *
+ * Consistency is release consistency (TreadMarks', OpenMP's): a program
+ * that orders its conflicting accesses with the region's locks and
+ * barriers reads what it would on one machine; two nodes writing
+ * different bytes of one page both keep their bytes.
+ *   knit_dsm_flush     this rank's writes so far are in every replica when
+ *                      it returns (a release)
+ *   knit_dsm_unlock    flush, then the lock goes to its next holder
+ *   knit_dsm_lock      the lock is the rank's; what the previous holders
+ *                      wrote before they unlocked is visible (an acquire)
+ *   knit_dsm_barrier   flush, barrier of every rank, acquire
+ *
+ * Protocols (KNIT_DSM_PROTOCOL): update, the write-update ring of the
+ * node agents (writes found by page protection, a twin and a diff at the
+ * release; the diffs go around the ring of agents, every node applies
+ * them in one order).  The region needs the node agents (knitrun without
+ * --no-offload): knit_dsm_init fails with KNIT_ERR_NOT_SUPPORTED without.
+ *
+ * The region's pages are write-protected between a release and the
+ * rank's next write to them: hand its memory to calls that write it from
+ * another process (a receive that a peer fills by cross-memory attach)
+ * only after writing to the page yourself since the last release, or
+ * receive elsewhere and copy.
+ */
+#ifndef KNIT_DSM_H
+#define KNIT_DSM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "knit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Collective over the job: map the region (size 0: KNIT_DSM_SIZE; a
+ * multiple of 4096), zeroed, at the same address in every rank.
+ * KNIT_ERR_STATE: already mapped; KNIT_ERR_NOT_SUPPORTED: no agents, or
+ * a protocol not built yet; KNIT_ERR_NOMEM: some rank cannot map it there
+ * (knit_dsm_last_error names the rank and what it has at that address). */
+knit_status_t knit_dsm_init(knit_ctx_t *ctx, size_t size);
+/* Collective: a barrier, then the region is gone. */
+knit_status_t knit_dsm_finalize(knit_ctx_t *ctx);
+
+void *knit_dsm_base(void);       /* NULL before knit_dsm_init */
+size_t knit_dsm_size(void);
+
+/* Memory of the region, for any rank and thread: 16-byte aligned (4096
+ * from 4096 bytes up), not zeroed; NULL when there is none.  Any rank may
+ * free what any rank allocated; knit_dsm_free(NULL) does nothing, and a
+ * pointer that is not an allocation's start is refused (KNIT_ERR_INVAL). */
+void *knit_dsm_alloc(size_t size);
+knit_status_t knit_dsm_free(void *p);
+
+knit_status_t knit_dsm_flush(void);
+knit_status_t knit_dsm_barrier(void);
+/* Named locks: any 64-bit id, no creation.  KNIT_ERR_STATE: this process
+ * holds it already (lock) or does not hold it (unlock). */
+knit_status_t knit_dsm_lock(uint64_t id);
+knit_status_t knit_dsm_unlock(uint64_t id);
+
+/* Text of this process's last DSM error. */
+const char *knit_dsm_last_error(void);
+
+/* What the rank's node did so far (the node's ranks and agent together). */
+typedef struct knit_dsm_stats {
+    uint64_t faults;      /* first writes to protected pages */
+    uint64_t diffs;       /* pages compared with their twins */
+    uint64_t runs;        /* changed byte ranges found */
+    uint64_t released;    /* bytes in them */
+    uint64_t releases;    /* releases that had something to send */
+    uint64_t frames_out;  /* update frames sent by this node's agent */
+    uint64_t bytes_out;
+    uint64_t frames_in;   /* update frames of other nodes applied here */
+    uint64_t bytes_in;
+    uint64_t bad_crc;     /* frames that failed their check here */
+} knit_dsm_stats_t;
+knit_status_t knit_dsm_stats(knit_dsm_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,914 @@
+/*
+ * dsm: the agents' side of the replicated region (issue 26, docs/dsm.md):
+ * the dsmring, which carries every node's updates around a ring of
+ * agents in one total order, and the lockmgr (at node 0's agent), which
+ * hands out the region's named locks and its memory.  Built into libknit
+ * (scripts/embed.sh), loaded into every agent by knit_dsm_init; it runs
+ * on the agents' threads, and maps its node's replica (src/dsm/dsm_mod.h).
+ *
+ * A release (src/dsm/write.c) hands the agent a ticket, a bound and the
+ * byte ranges a rank changed.  The agent that holds the token sends them
+ * as update messages (frames: offset, length, data read from its replica,
+ * crc32c) to the next agent of the ring; each agent checks the frames,
+ * writes them into its replica (and the twins of pages its ranks are
+ * writing) under the pages' locks, and sends the message on; the agent
+ * before the origin acknowledges to the origin instead.  Only the token's
+ * holder adds messages, and every link keeps its order, so every agent
+ * applies every message in the one order of the ring.  A release request
+ * completes when every release of its node up to its bound came back
+ * around (node-wide, because a rank's diff may send what another rank of
+ * the node wrote; src/dsm/write.c says why).
+ *
+ * The token: whoever needs it and lacks it says so to every agent (WANT,
+ * with an epoch); the holder passes it to the next agent once it has sent
+ * what it had (or its window of bytes in flight is full) and someone's
+ * want is newer than what the token served them; an agent that has
+ * nothing to send passes it on at once.  A node's bytes in flight are at
+ * most its window, so a slow agent backs the ring up instead of letting
+ * queues grow.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "knit/module.h"
+#include "dsm/dsm_mod.h"
+#include "util/crc32c.h"
+
+static const knit_mod_services_t *K;
+
+/* A release's runs still to send (one request's worth). */
+typedef struct part {
+    struct part *next;
+    uint64_t ticket;
+    int final;
+    uint64_t nruns, at;      /* runs[at] is the next, ... */
+    uint64_t done;           /* ... its first `done` bytes sent */
+    kn_dsm_run_t runs[];
+} part_t;
+
+/* A ticket of this node: sent and not yet all around, or done out of
+ * order (above the prefix). */
+typedef struct ticket {
+    struct ticket *next;
+    uint64_t t;
+    uint64_t msgs;           /* update messages not yet acknowledged */
+    int sent_all;            /* its last part is sent */
+} ticket_t;
+
+typedef struct waiter {
+    struct waiter *next;
+    uint64_t bound, token;
+} waiter_t;
+
+/* node 0: a named lock */
+typedef struct lwait {
+    struct lwait *next;
+    int32_t node;
+    uint64_t token;
+    int64_t rank;
+} lwait_t;
+
+typedef struct lock {
+    struct lock *next;
+    uint64_t id;
+    int64_t holder;          /* rank, -1: free */
+    lwait_t *head, *tail;
+} lock_t;
+
+/* node 0: the region's memory, free extents in address order */
+typedef struct ext {
+    uint64_t off, len;
+} ext_t;
+
+typedef struct blk {
+    uint64_t off, len;       /* len 0: empty slot */
+} blk_t;
+
+typedef struct state {
+    int32_t self, nnodes, next;
+    int mapped;
+    char *data, *twin;
+    kn_dsm_meta_t *meta;
+    kn_dsm_page_t *pages;
+    uint64_t size, data_len, twin_len, meta_len;
+    uint64_t window, frame, corrupt_every, nframes;
+    /* the ring */
+    int have_token, wanting;
+    uint32_t epoch;          /* this node's want epoch */
+    uint32_t *served, *want; /* [nnodes] */
+    part_t *parts, *parts_tail;
+    ticket_t *tickets;       /* in flight */
+    uint64_t prefix;         /* every ticket <= prefix is around */
+    uint64_t *done;          /* finished above the prefix (unsorted) */
+    uint64_t ndone, done_cap;
+    waiter_t *waiters;
+    uint64_t inflight;       /* bytes of this node's messages not acknowledged */
+    char *buf;               /* one message being built */
+    int32_t error;           /* sticky: a frame failed its check */
+    char why[200];
+    /* node 0 */
+    lock_t *locks;
+    ext_t *free;
+    uint64_t nfree, free_cap;
+    blk_t *blk;              /* open addressing by offset */
+    uint64_t blk_cap, nblk;
+} state_t;
+
+static state_t *S(knit_mod_ctx_t *m)
+{
+    return K->state(m);
+}
+
+/* ------------------------------------------------------------ the replica */
+
+static void *map_file(const char *name, uint64_t len)
+{
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0)
+        return NULL;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    close(fd);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static int32_t map_replica(knit_mod_ctx_t *m, state_t *s, const kn_dsm_init_t *in)
+{
+    if (s->mapped)
+        return KNIT_MOD_ERR_STATE;
+    if (!in->size || in->size % KN_DSM_PAGE || !in->frame || !in->window)
+        return KNIT_MOD_ERR_INVAL;
+    uint64_t npages = in->size / KN_DSM_PAGE;
+    s->size = in->size;
+    s->data_len = s->twin_len = in->size;
+    s->meta_len = kn_dsm_meta_bytes(npages);
+    s->data = map_file(in->data, s->data_len);
+    s->twin = map_file(in->twin, s->twin_len);
+    s->meta = map_file(in->meta, s->meta_len);
+    if (!s->data || !s->twin || !s->meta || s->meta->magic != KN_DSM_MAGIC || s->meta->size != in->size) {
+        K->log(m, KNIT_MOD_LOG_ERROR, "dsm: node %d cannot map its replica (%s, %s, %s): %s", s->self, in->data,
+               in->twin, in->meta, strerror(errno));
+        return KNIT_MOD_ERR_IO;
+    }
+    s->pages = kn_dsm_pages(s->meta);
+    s->window = in->window;
+    s->frame = in->frame;
+    s->corrupt_every = in->corrupt_every;
+    s->buf = malloc(sizeof(kn_dsm_msg_t) + s->frame + 64 * (sizeof(kn_dsm_frame_t) + 8));
+    if (!s->buf)
+        return KNIT_MOD_ERR_NOMEM;
+    s->mapped = 1;
+    atomic_store(&s->meta->ready, 1);
+    return KNIT_MOD_OK;
+}
+
+/* Write len bytes at off of the region: into the replica and, where a
+ * rank of this node has the page writable, its twin. */
+static void apply(state_t *s, uint64_t off, const char *src, uint64_t len)
+{
+    while (len) {
+        uint64_t p = off / KN_DSM_PAGE;
+        uint64_t n = KN_DSM_PAGE - off % KN_DSM_PAGE;
+        if (n > len)
+            n = len;
+        kn_dsm_page_t *pg = &s->pages[p];
+        kn_dsm_page_lock(pg);
+        memcpy(s->data + off, src, n);
+        if (atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS)
+            memcpy(s->twin + off, src, n);
+        kn_dsm_page_unlock(pg);
+        off += n;
+        src += n;
+        len -= n;
+    }
+}
+
+static uint32_t frame_crc(const kn_dsm_frame_t *f, const void *data)
+{
+    uint32_t c = kn_crc32c(0, &f->off, sizeof(f->off) + sizeof(f->len));
+    return kn_crc32c(c, data, f->len);
+}
+
+/* ------------------------------------------------------------ releases */
+
+/* Complete the waiters whose bound is reached. */
+static void wake(knit_mod_ctx_t *m, state_t *s)
+{
+    for (waiter_t **pp = &s->waiters; *pp;) {
+        waiter_t *w = *pp;
+        if (w->bound > s->prefix && !s->error) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        K->complete(m, w->token, s->error, s->error ? s->why : NULL, s->error ? strlen(s->why) + 1 : 0);
+        free(w);
+    }
+}
+
+/* Ticket t of this node is all around. */
+static void finish_ticket(knit_mod_ctx_t *m, state_t *s, uint64_t t)
+{
+    if (s->ndone == s->done_cap) {
+        uint64_t cap = s->done_cap ? 2 * s->done_cap : 16;
+        uint64_t *d = realloc(s->done, cap * sizeof(*d));
+        if (!d) {
+            K->log(m, KNIT_MOD_LOG_ERROR, "dsm: out of memory");
+            return;
+        }
+        s->done = d;
+        s->done_cap = cap;
+    }
+    s->done[s->ndone++] = t;
+    for (int moved = 1; moved;) { /* advance the prefix over what is done */
+        moved = 0;
+        for (uint64_t i = 0; i < s->ndone; i++)
+            if (s->done[i] == s->prefix + 1) {
+                s->prefix++;
+                s->done[i] = s->done[--s->ndone];
+                moved = 1;
+                break;
+            }
+    }
+    wake(m, s);
+}
+
+static ticket_t *ticket_of(state_t *s, uint64_t t, int make)
+{
+    for (ticket_t *k = s->tickets; k; k = k->next)
+        if (k->t == t)
+            return k;
+    if (!make)
+        return NULL;
+    ticket_t *k = calloc(1, sizeof(*k));
+    if (k) {
+        k->t = t;
+        k->next = s->tickets;
+        s->tickets = k;
+    }
+    return k;
+}
+
+static void ticket_check(knit_mod_ctx_t *m, state_t *s, ticket_t *k)
+{
+    if (!k->sent_all || k->msgs)
+        return;
+    for (ticket_t **pp = &s->tickets; *pp; pp = &(*pp)->next)
+        if (*pp == k) {
+            *pp = k->next;
+            break;
+        }
+    uint64_t t = k->t;
+    free(k);
+    finish_ticket(m, s, t);
+}
+
+static int others_want(const state_t *s)
+{
+    for (int32_t r = 0; r < s->nnodes; r++)
+        if (r != s->self && s->want[r] > s->served[r])
+            return 1;
+    return 0;
+}
+
+static void want_token(knit_mod_ctx_t *m, state_t *s)
+{
+    if (s->have_token || s->wanting)
+        return;
+    s->wanting = 1;
+    s->want[s->self] = ++s->epoch;
+    kn_dsm_msg_t w = {.type = KN_DSM_M_WANT, .origin = s->self, .a = s->epoch};
+    for (int32_t r = 0; r < s->nnodes; r++)
+        if (r != s->self)
+            K->send(m, r, &w, sizeof(w));
+}
+
+static void pass_token(knit_mod_ctx_t *m, state_t *s)
+{
+    size_t arr = (size_t)s->nnodes * sizeof(uint32_t);
+    char msg[sizeof(kn_dsm_msg_t) + 2 * arr];
+    kn_dsm_msg_t h = {.type = KN_DSM_M_TOKEN, .origin = s->self};
+    memcpy(msg, &h, sizeof(h));
+    memcpy(msg + sizeof(h), s->served, arr);
+    memcpy(msg + sizeof(h) + arr, s->want, arr);
+    s->have_token = 0;
+    K->send(m, s->next, msg, sizeof(msg));
+}
+
+/* Build one update message from the parts and send it; 0 when there
+ * was nothing (or no room in the window). */
+static int send_one(knit_mod_ctx_t *m, state_t *s)
+{
+    part_t *p = s->parts;
+    if (!p || s->inflight >= s->window)
+        return 0;
+    kn_dsm_msg_t *h = (kn_dsm_msg_t *)s->buf;
+    char *at = (char *)(h + 1);
+    uint64_t data = 0, nf = 0;
+    while (p->at < p->nruns && data < s->frame && nf < 64) {
+        const kn_dsm_run_t *r = &p->runs[p->at];
+        uint64_t n = r->len - p->done;
+        if (n > s->frame - data)
+            n = s->frame - data;
+        kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
+        f->off = r->off + p->done;
+        f->len = (uint32_t)n;
+        memcpy(f + 1, s->data + f->off, n);
+        f->crc = frame_crc(f, f + 1);
+        if (s->corrupt_every && ++s->nframes % s->corrupt_every == 0)
+            ((unsigned char *)(f + 1))[n / 2] ^= 0x10; /* testing (KNIT_DSM_CORRUPT) */
+        at += sizeof(*f) + kn_dsm_pad8(n);
+        data += n;
+        nf++;
+        p->done += n;
+        if (p->done == r->len) {
+            p->at++;
+            p->done = 0;
+        }
+    }
+    if (nf) {
+        *h = (kn_dsm_msg_t){.type = KN_DSM_M_UPD, .origin = s->self, .ticket = p->ticket, .a = data,
+                            .bytes = (uint64_t)(at - (char *)(h + 1))};
+        int32_t st = K->send(m, s->next, s->buf, (uint64_t)(at - s->buf));
+        ticket_t *k = ticket_of(s, p->ticket, 1);
+        if (st != KNIT_MOD_OK || !k) {
+            s->error = KNIT_MOD_ERR_IO;
+            snprintf(s->why, sizeof(s->why), "dsm: node %d could not send an update (%d)", s->self, st);
+        } else {
+            k->msgs++;
+            s->inflight += data;
+            atomic_fetch_add(&s->meta->c.frames_out, nf);
+            atomic_fetch_add(&s->meta->c.bytes_out, data);
+        }
+    }
+    if (p->at == p->nruns) { /* this part is sent */
+        s->parts = p->next;
+        if (!s->parts)
+            s->parts_tail = NULL;
+        if (p->final) {
+            ticket_t *k = ticket_of(s, p->ticket, 1);
+            if (k) {
+                k->sent_all = 1;
+                ticket_check(m, s, k);
+            }
+        }
+        free(p);
+    }
+    return 1;
+}
+
+/* Send what the window allows while holding the token, then keep it,
+ * pass it, or ask for it. */
+static void pump(knit_mod_ctx_t *m, state_t *s)
+{
+    if (s->nnodes == 1) { /* no ring: the node's ranks share the only replica */
+        while (s->parts) {
+            part_t *p = s->parts;
+            s->parts = p->next;
+            if (p->final)
+                finish_ticket(m, s, p->ticket);
+            free(p);
+        }
+        s->parts_tail = NULL;
+        return;
+    }
+    if (s->have_token)
+        while (send_one(m, s))
+            ;
+    if (s->have_token && (!s->parts || s->inflight >= s->window) && others_want(s)) {
+        pass_token(m, s);
+        if (s->parts)
+            want_token(m, s);
+    } else if (!s->have_token && s->parts) {
+        want_token(m, s);
+    }
+}
+
+static void on_release(knit_mod_ctx_t *m, state_t *s, const knit_mod_request_t *req, const kn_dsm_q_t *q,
+                       const kn_dsm_run_t *runs)
+{
+    if (req->len != sizeof(*q) + q->nruns * sizeof(kn_dsm_run_t) || q->nruns > KN_DSM_RUNS_MAX || !q->a) {
+        K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
+        return;
+    }
+    for (uint64_t i = 0; i < q->nruns; i++)
+        if (!runs[i].len || runs[i].off >= s->size || runs[i].len > s->size - runs[i].off) {
+            K->complete(m, req->token, KNIT_MOD_ERR_RANGE, NULL, 0);
+            return;
+        }
+    part_t *p = malloc(sizeof(*p) + q->nruns * sizeof(kn_dsm_run_t));
+    waiter_t *w = (q->flags & KN_DSM_QF_MORE) ? NULL : malloc(sizeof(*w));
+    if (!p || (!(q->flags & KN_DSM_QF_MORE) && !w)) {
+        free(p);
+        free(w);
+        K->complete(m, req->token, KNIT_MOD_ERR_NOMEM, NULL, 0);
+        return;
+    }
+    *p = (part_t){.ticket = q->a, .final = !(q->flags & KN_DSM_QF_MORE), .nruns = q->nruns};
+    memcpy(p->runs, runs, q->nruns * sizeof(kn_dsm_run_t));
+    if (s->parts_tail)
+        s->parts_tail->next = p;
+    else
+        s->parts = p;
+    s->parts_tail = p;
+    atomic_fetch_add(&s->meta->c.releases, p->final);
+    if (!w) {
+        K->complete(m, req->token, KNIT_MOD_OK, NULL, 0); /* the rest comes */
+    } else {
+        *w = (waiter_t){.bound = q->b, .token = req->token, .next = s->waiters};
+        s->waiters = w;
+    }
+    pump(m, s);
+    wake(m, s);
+}
+
+/* An update message from the previous agent. */
+static void on_update(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, const char *msg, uint64_t len)
+{
+    const char *at = (const char *)(h + 1), *end = msg + len;
+    int32_t origin = h->origin;
+    if (h->bytes != (uint64_t)(end - at) || origin < 0 || origin >= s->nnodes || origin == s->self) {
+        K->log(m, KNIT_MOD_LOG_ERROR, "dsm: node %d dropped a malformed update message (%llu bytes)", s->self,
+               (unsigned long long)len);
+        return;
+    }
+    /* check every frame before writing any */
+    uint64_t nf = 0;
+    for (const char *p = at; p < end; nf++) {
+        const kn_dsm_frame_t *f = (const kn_dsm_frame_t *)p;
+        if ((uint64_t)(end - p) < sizeof(*f) || (uint64_t)(end - p) - sizeof(*f) < f->len ||
+            f->off >= s->size || f->len > s->size - f->off || frame_crc(f, f + 1) != f->crc) {
+            atomic_fetch_add(&s->meta->c.bad_crc, 1);
+            kn_dsm_msg_t b = {.type = KN_DSM_M_BAD, .origin = origin, .ticket = h->ticket,
+                              .a = (uint64_t)(end - p) >= sizeof(*f) ? f->off : 0, .b = (uint64_t)s->self};
+            K->log(m, KNIT_MOD_LOG_ERROR,
+                   "dsm: an update frame from node %d (offset %#llx, %u bytes) failed its crc32c check at node %d: "
+                   "not applied",
+                   origin, (unsigned long long)b.a, (uint32_t)((uint64_t)(end - p) >= sizeof(*f) ? f->len : 0),
+                   s->self);
+            K->send(m, origin, &b, sizeof(b));
+            return;
+        }
+        p += sizeof(*f) + kn_dsm_pad8(f->len);
+    }
+    for (const char *p = at; p < end;) {
+        const kn_dsm_frame_t *f = (const kn_dsm_frame_t *)p;
+        apply(s, f->off, (const char *)(f + 1), f->len);
+        p += sizeof(*f) + kn_dsm_pad8(f->len);
+    }
+    atomic_fetch_add(&s->meta->c.frames_in, nf);
+    atomic_fetch_add(&s->meta->c.bytes_in, h->a);
+    if (s->next == origin) {
+        kn_dsm_msg_t a = {.type = KN_DSM_M_ACK, .origin = origin, .ticket = h->ticket, .a = h->a};
+        K->send(m, origin, &a, sizeof(a));
+    } else {
+        K->send(m, s->next, msg, len);
+    }
+}
+
+static void on_ack(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h)
+{
+    ticket_t *k = ticket_of(s, h->ticket, 0);
+    if (!k || !k->msgs)
+        return;
+    k->msgs--;
+    s->inflight -= h->a <= s->inflight ? h->a : s->inflight;
+    if (h->type == KN_DSM_M_BAD && !s->error) {
+        s->error = KNIT_MOD_ERR_IO;
+        snprintf(s->why, sizeof(s->why),
+                 "an update frame of node %d (region offset %#llx) failed its crc32c check at node %d: the "
+                 "replicas differ",
+                 s->self, (unsigned long long)h->a, (int)h->b);
+    }
+    ticket_check(m, s, k);
+    pump(m, s);
+    wake(m, s);
+}
+
+/* ------------------------------------------------------------ node 0: locks */
+
+static lock_t *lock_of(state_t *s, uint64_t id, int make)
+{
+    for (lock_t *l = s->locks; l; l = l->next)
+        if (l->id == id)
+            return l;
+    if (!make)
+        return NULL;
+    lock_t *l = calloc(1, sizeof(*l));
+    if (l) {
+        l->id = id;
+        l->holder = -1;
+        l->next = s->locks;
+        s->locks = l;
+    }
+    return l;
+}
+
+static void grant(knit_mod_ctx_t *m, int32_t node, uint64_t token)
+{
+    kn_dsm_msg_t g = {.type = KN_DSM_M_GRANT, .ticket = token};
+    K->send(m, node, &g, sizeof(g));
+}
+
+static void lock_req(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_msg_t *h)
+{
+    lock_t *l = lock_of(s, h->a, 1);
+    lwait_t *w = l && l->holder >= 0 ? malloc(sizeof(*w)) : NULL;
+    if (!l || (l->holder >= 0 && !w)) {
+        kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_NOMEM};
+        K->send(m, node, &r, sizeof(r));
+        return;
+    }
+    if (l->holder < 0) {
+        l->holder = (int64_t)h->b;
+        grant(m, node, h->ticket);
+        return;
+    }
+    *w = (lwait_t){.node = node, .token = h->ticket, .rank = (int64_t)h->b};
+    if (l->tail)
+        l->tail->next = w;
+    else
+        l->head = w;
+    l->tail = w;
+}
+
+static void unlock_req(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h)
+{
+    lock_t *l = lock_of(s, h->a, 0);
+    if (!l || l->holder != (int64_t)h->b) {
+        K->log(m, KNIT_MOD_LOG_WARN, "dsm: rank %lld unlocked lock %llu, which it does not hold", (long long)h->b,
+               (unsigned long long)h->a);
+        return;
+    }
+    lwait_t *w = l->head;
+    if (!w) {
+        l->holder = -1;
+        return;
+    }
+    l->head = w->next;
+    if (!l->head)
+        l->tail = NULL;
+    l->holder = w->rank;
+    grant(m, w->node, w->token);
+    free(w);
+}
+
+/* ------------------------------------------------------------ node 0: memory */
+
+#define ALIGN_MIN 16u
+
+static uint64_t blk_slot(const state_t *s, uint64_t off)
+{
+    uint64_t h = (off / ALIGN_MIN) * 0x9e3779b97f4a7c15ull;
+    return (h >> 17) & (s->blk_cap - 1);
+}
+
+static int blk_put(state_t *s, uint64_t off, uint64_t len);
+
+static int blk_grow(state_t *s)
+{
+    blk_t *old = s->blk;
+    uint64_t oc = s->blk_cap;
+    uint64_t cap = oc ? 2 * oc : 1024;
+    blk_t *b = calloc(cap, sizeof(*b));
+    if (!b)
+        return -1;
+    s->blk = b;
+    s->blk_cap = cap;
+    s->nblk = 0;
+    for (uint64_t i = 0; i < oc; i++)
+        if (old[i].len)
+            blk_put(s, old[i].off, old[i].len);
+    free(old);
+    return 0;
+}
+
+static int blk_put(state_t *s, uint64_t off, uint64_t len)
+{
+    if ((s->nblk + 1) * 2 > s->blk_cap && blk_grow(s) < 0)
+        return -1;
+    uint64_t i = blk_slot(s, off);
+    while (s->blk[i].len)
+        i = (i + 1) & (s->blk_cap - 1);
+    s->blk[i] = (blk_t){off, len};
+    s->nblk++;
+    return 0;
+}
+
+/* Remove the block at off: its length, 0 when there is none. */
+static uint64_t blk_take(state_t *s, uint64_t off)
+{
+    if (!s->blk_cap)
+        return 0;
+    uint64_t i = blk_slot(s, off);
+    while (s->blk[i].len && s->blk[i].off != off)
+        i = (i + 1) & (s->blk_cap - 1);
+    uint64_t len = s->blk[i].len;
+    if (!len)
+        return 0;
+    s->blk[i].len = 0;
+    s->nblk--;
+    /* put back the run after it (linear probing) */
+    for (uint64_t j = (i + 1) & (s->blk_cap - 1); s->blk[j].len; j = (j + 1) & (s->blk_cap - 1)) {
+        blk_t b = s->blk[j];
+        s->blk[j].len = 0;
+        s->nblk--;
+        blk_put(s, b.off, b.len);
+    }
+    return len;
+}
+
+static int ext_insert(state_t *s, uint64_t at, ext_t e)
+{
+    if (s->nfree == s->free_cap) {
+        uint64_t cap = s->free_cap ? 2 * s->free_cap : 64;
+        ext_t *f = realloc(s->free, cap * sizeof(*f));
+        if (!f)
+            return -1;
+        s->free = f;
+        s->free_cap = cap;
+    }
+    memmove(&s->free[at + 1], &s->free[at], (s->nfree - at) * sizeof(ext_t));
+    s->free[at] = e;
+    s->nfree++;
+    return 0;
+}
+
+static void ext_remove(state_t *s, uint64_t at)
+{
+    memmove(&s->free[at], &s->free[at + 1], (s->nfree - at - 1) * sizeof(ext_t));
+    s->nfree--;
+}
+
+/* First fit: the lowest free extent that holds len bytes at align. */
+static int32_t mem_alloc(state_t *s, uint64_t len, uint64_t align, uint64_t *out)
+{
+    if (!len || len > s->size || !align || (align & (align - 1)) || align > s->size)
+        return KNIT_MOD_ERR_INVAL;
+    if (align < ALIGN_MIN)
+        align = ALIGN_MIN;
+    len = (len + ALIGN_MIN - 1) & ~(uint64_t)(ALIGN_MIN - 1);
+    for (uint64_t i = 0; i < s->nfree; i++) {
+        ext_t e = s->free[i];
+        uint64_t start = (e.off + align - 1) & ~(align - 1);
+        if (start - e.off > e.len || e.len - (start - e.off) < len)
+            continue;
+        uint64_t head = start - e.off, tail = e.len - head - len;
+        if (blk_put(s, start, len) < 0)
+            return KNIT_MOD_ERR_NOMEM;
+        ext_remove(s, i);
+        if (tail && ext_insert(s, i, (ext_t){start + len, tail}) < 0)
+            return KNIT_MOD_ERR_NOMEM;
+        if (head && ext_insert(s, i, (ext_t){e.off, head}) < 0)
+            return KNIT_MOD_ERR_NOMEM;
+        *out = start;
+        return KNIT_MOD_OK;
+    }
+    return KNIT_MOD_ERR_NOMEM;
+}
+
+static int32_t mem_free(state_t *s, uint64_t off, uint64_t *len_out)
+{
+    uint64_t len = blk_take(s, off);
+    if (!len)
+        return KNIT_MOD_ERR_NOT_FOUND;
+    *len_out = len;
+    uint64_t lo = 0, hi = s->nfree; /* the first extent after off */
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (s->free[mid].off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int prev = lo > 0 && s->free[lo - 1].off + s->free[lo - 1].len == off;
+    int next = lo < s->nfree && off + len == s->free[lo].off;
+    if (prev && next) {
+        s->free[lo - 1].len += len + s->free[lo].len;
+        ext_remove(s, lo);
+    } else if (prev) {
+        s->free[lo - 1].len += len;
+    } else if (next) {
+        s->free[lo].off = off;
+        s->free[lo].len += len;
+    } else if (ext_insert(s, lo, (ext_t){off, len}) < 0) {
+        return KNIT_MOD_ERR_NOMEM; /* the bytes are lost to later allocations, nothing else */
+    }
+    return KNIT_MOD_OK;
+}
+
+static void mem_req(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_msg_t *h)
+{
+    kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket};
+    int32_t st;
+    if (!s->size) {
+        st = KNIT_MOD_ERR_STATE;
+    } else if (!s->nfree && !s->nblk && !s->free_cap) { /* first use: the whole region is free */
+        st = ext_insert(s, 0, (ext_t){0, s->size}) < 0 ? KNIT_MOD_ERR_NOMEM : KNIT_MOD_OK;
+    } else {
+        st = KNIT_MOD_OK;
+    }
+    if (st == KNIT_MOD_OK)
+        st = h->type == KN_DSM_M_ALLOC ? mem_alloc(s, h->a, h->b, &r.a) : mem_free(s, h->a, &r.a);
+    r.b = (uint64_t)(int64_t)st;
+    K->send(m, node, &r, sizeof(r));
+}
+
+/* ------------------------------------------------------------ handlers */
+
+static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const void *args)
+{
+    state_t *s = S(m);
+    const kn_dsm_q_t *q = args;
+    if (req->len < sizeof(*q)) {
+        K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
+        return;
+    }
+    if (q->op == KN_DSM_Q_INIT) {
+        int32_t st = req->len == sizeof(*q) + sizeof(kn_dsm_init_t)
+                         ? map_replica(m, s, (const kn_dsm_init_t *)(q + 1))
+                         : KNIT_MOD_ERR_INVAL;
+        K->complete(m, req->token, st, NULL, 0);
+        return;
+    }
+    if (!s->mapped) {
+        K->complete(m, req->token, KNIT_MOD_ERR_STATE, NULL, 0);
+        return;
+    }
+    kn_dsm_msg_t h = {.origin = s->self, .ticket = req->token, .a = q->a, .b = q->b};
+    switch (q->op) {
+    case KN_DSM_Q_RELEASE:
+        on_release(m, s, req, q, (const kn_dsm_run_t *)(q + 1));
+        return;
+    case KN_DSM_Q_LOCK:
+        h.type = KN_DSM_M_LOCK;
+        h.b = (uint64_t)req->rank;
+        break;
+    case KN_DSM_Q_UNLOCK:
+        h.type = KN_DSM_M_UNLOCK;
+        h.b = (uint64_t)req->rank;
+        /* node 0 takes messages from here in order: the next grant comes after it */
+        K->send(m, 0, &h, sizeof(h));
+        K->complete(m, req->token, KNIT_MOD_OK, NULL, 0);
+        return;
+    case KN_DSM_Q_ALLOC:
+        h.type = KN_DSM_M_ALLOC;
+        break;
+    case KN_DSM_Q_FREE:
+        h.type = KN_DSM_M_FREE;
+        break;
+    default:
+        K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
+        return;
+    }
+    if (K->send(m, 0, &h, sizeof(h)) != KNIT_MOD_OK)
+        K->complete(m, req->token, KNIT_MOD_ERR_IO, NULL, 0);
+}
+
+static void dsm_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64_t len)
+{
+    state_t *s = S(m);
+    const kn_dsm_msg_t *h = msg;
+    if (len < sizeof(*h) || from < 0 || from >= s->nnodes)
+        return;
+    switch (h->type) {
+    case KN_DSM_M_UPD:
+        if (s->mapped)
+            on_update(m, s, h, msg, len);
+        return;
+    case KN_DSM_M_ACK:
+    case KN_DSM_M_BAD:
+        on_ack(m, s, h);
+        return;
+    case KN_DSM_M_WANT:
+        if (h->origin >= 0 && h->origin < s->nnodes && h->a > s->want[h->origin])
+            s->want[h->origin] = (uint32_t)h->a;
+        if (s->mapped)
+            pump(m, s);
+        else if (s->have_token && others_want(s))
+            pass_token(m, s);
+        return;
+    case KN_DSM_M_TOKEN: {
+        size_t arr = (size_t)s->nnodes * sizeof(uint32_t);
+        if (len != sizeof(*h) + 2 * arr)
+            return;
+        const uint32_t *served = (const uint32_t *)(h + 1), *want = served + s->nnodes;
+        for (int32_t r = 0; r < s->nnodes; r++) {
+            if (served[r] > s->served[r])
+                s->served[r] = served[r];
+            if (want[r] > s->want[r])
+                s->want[r] = want[r];
+        }
+        s->have_token = 1;
+        s->wanting = 0;
+        s->served[s->self] = s->epoch;
+        if (s->mapped) {
+            pump(m, s);
+        } else if (others_want(s)) {
+            pass_token(m, s);
+        }
+        return;
+    }
+    case KN_DSM_M_LOCK:
+        if (s->self == 0)
+            lock_req(m, s, from, h);
+        return;
+    case KN_DSM_M_UNLOCK:
+        if (s->self == 0)
+            unlock_req(m, s, h);
+        return;
+    case KN_DSM_M_ALLOC:
+    case KN_DSM_M_FREE:
+        if (s->self == 0)
+            mem_req(m, s, from, h);
+        return;
+    case KN_DSM_M_GRANT:
+        K->complete(m, h->ticket, KNIT_MOD_OK, NULL, 0);
+        return;
+    case KN_DSM_M_REPLY: {
+        int32_t st = (int32_t)(int64_t)h->b;
+        K->complete(m, h->ticket, st, st == KNIT_MOD_OK ? &h->a : NULL, st == KNIT_MOD_OK ? sizeof(h->a) : 0);
+        return;
+    }
+    default:
+        K->log(m, KNIT_MOD_LOG_WARN, "dsm: node %d dropped a message of unknown type %u", s->self, h->type);
+    }
+}
+
+static int32_t dsm_init(knit_mod_ctx_t *m, const knit_mod_services_t *svc)
+{
+    K = svc;
+    const knit_mod_geometry_t *g = K->geometry(m);
+    if (g->self_kind != KNIT_MOD_AT_AGENT || g->nnodes < 1)
+        return KNIT_MOD_OK; /* (a switch instance has nothing to do) */
+    state_t *s = calloc(1, sizeof(*s));
+    if (!s || !(s->served = calloc((size_t)g->nnodes, sizeof(uint32_t))) ||
+        !(s->want = calloc((size_t)g->nnodes, sizeof(uint32_t)))) {
+        if (s)
+            free(s->served);
+        free(s);
+        return KNIT_MOD_ERR_NOMEM;
+    }
+    s->self = g->self;
+    s->nnodes = g->nnodes;
+    s->next = (g->self + 1) % g->nnodes;
+    s->have_token = g->self == 0;
+    K->set_state(m, s);
+    return KNIT_MOD_OK;
+}
+
+static void dsm_fini(knit_mod_ctx_t *m)
+{
+    state_t *s = S(m);
+    if (!s)
+        return;
+    if (s->data)
+        munmap(s->data, s->data_len);
+    if (s->twin)
+        munmap(s->twin, s->twin_len);
+    if (s->meta)
+        munmap(s->meta, s->meta_len);
+    for (part_t *p = s->parts, *n; p; p = n) {
+        n = p->next;
+        free(p);
+    }
+    for (ticket_t *k = s->tickets, *n; k; k = n) {
+        n = k->next;
+        free(k);
+    }
+    for (waiter_t *w = s->waiters, *n; w; w = n) {
+        n = w->next;
+        free(w);
+    }
+    for (lock_t *l = s->locks, *n; l; l = n) {
+        n = l->next;
+        for (lwait_t *w = l->head, *wn; w; w = wn) {
+            wn = w->next;
+            free(w);
+        }
+        free(l);
+    }
+    free(s->done);
+    free(s->buf);
+    free(s->free);
+    free(s->blk);
+    free(s->served);
+    free(s->want);
+    free(s);
+    K->set_state(m, NULL);
+}
+
+static const knit_mod_descriptor_t desc = {
+    .abi_version = KNIT_MOD_ABI_VERSION,
+    .size = sizeof(desc),
+    .name = "dsm",
+    .init = dsm_init,
+    .fini = dsm_fini,
+    .on_request = dsm_request,
+    .on_message = dsm_message,
+};
+KNIT_MODULE(desc)

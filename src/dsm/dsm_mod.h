@@ -1,0 +1,161 @@
+/*
+ * What the ranks (src/dsm) and the agents' built-in `dsm` module
+ * (modules/builtin/dsm.c: the dsmring and the lockmgr) say to each other,
+ * and the layout of a node's files that both of them map.  Header only:
+ * the module includes it with <knit/module.h> and nothing else of knit.
+ *
+ * A node's replica of the region is three POSIX shared-memory files, made
+ * by the node's lowest rank, mapped by its ranks and its agent:
+ *   data   the region itself (sparse: a page costs memory once written)
+ *   twin   page p's twin at the same offset, while some rank of the node
+ *          has p writable (write-update: the page as it was when the
+ *          first of them wrote it, plus what went out since)
+ *   meta   kn_dsm_meta_t, then one kn_dsm_page_t per page
+ * Every change of a page's twin, and every write of the agent into a page,
+ * happens under the page's lock (KN_DSM_PG_LOCK in its word), so that a
+ * rank's diff never sees a remote update as its own write.
+ */
+#ifndef KN_DSM_DSM_MOD_H
+#define KN_DSM_DSM_MOD_H
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define KN_DSM_VERSION 1
+#define KN_DSM_PAGE 4096u
+#define KN_DSM_MAGIC 0x6b6e6974647330ull   /* "knitds0" */
+#define KN_DSM_NAME_MAX 96
+
+/* A page's word: its lock and how many ranks of the node have it
+ * writable (its twin exists while that is nonzero). */
+#define KN_DSM_PG_LOCK 0x80000000u
+#define KN_DSM_PG_REFS 0x7fffffffu
+typedef _Atomic uint32_t kn_dsm_page_t;
+
+/* Counters of a node (KNIT_STATS): ranks and the agent add to them. */
+typedef struct kn_dsm_counters {
+    _Atomic uint64_t faults;      /* first writes to a protected page */
+    _Atomic uint64_t diffs;       /* pages compared with their twins at a release */
+    _Atomic uint64_t runs;        /* changed byte ranges found */
+    _Atomic uint64_t released;    /* bytes in them */
+    _Atomic uint64_t frames_out;  /* update frames this node's agent sent first */
+    _Atomic uint64_t bytes_out;   /* their data bytes */
+    _Atomic uint64_t frames_in;   /* update frames from other nodes applied here */
+    _Atomic uint64_t bytes_in;
+    _Atomic uint64_t bad_crc;     /* frames that failed their check here */
+    _Atomic uint64_t releases;    /* releases that went to the agent */
+} kn_dsm_counters_t;
+
+typedef struct kn_dsm_meta {
+    uint64_t magic, version;
+    uint64_t size, npages;
+    _Atomic uint64_t ticket;     /* releases started on the node (the last one's number) */
+    _Atomic uint32_t ready;      /* the agent mapped the files */
+    uint32_t pad;
+    kn_dsm_counters_t c;
+    char pad2[4096 - 48 - sizeof(kn_dsm_counters_t)];
+    /* then kn_dsm_page_t page[npages] */
+} kn_dsm_meta_t;
+
+static inline kn_dsm_page_t *kn_dsm_pages(kn_dsm_meta_t *m)
+{
+    return (kn_dsm_page_t *)(m + 1);
+}
+
+static inline uint64_t kn_dsm_meta_bytes(uint64_t npages)
+{
+    return sizeof(kn_dsm_meta_t) + ((npages * sizeof(kn_dsm_page_t) + KN_DSM_PAGE - 1) & ~(uint64_t)(KN_DSM_PAGE - 1));
+}
+
+/* Requests (rank -> its agent): a kn_dsm_q_t, then for RELEASE nruns
+ * kn_dsm_run_t (offsets in the region, sorted, disjoint). */
+enum kn_dsm_op {
+    KN_DSM_Q_INIT = 1,   /* the node's lowest rank: map the files (kn_dsm_init_t follows) */
+    KN_DSM_Q_RELEASE,    /* a = ticket, b = bound (complete when every release <= b is around), flags */
+    KN_DSM_Q_LOCK,       /* a = lock id: complete when the lock is the rank's */
+    KN_DSM_Q_UNLOCK,     /* a = lock id */
+    KN_DSM_Q_ALLOC,      /* a = bytes, b = alignment: result a uint64_t offset */
+    KN_DSM_Q_FREE,       /* a = offset: result the block's bytes */
+};
+#define KN_DSM_QF_MORE 1u    /* RELEASE: more runs of this ticket follow in another request */
+
+typedef struct kn_dsm_q {
+    uint32_t op, flags;
+    uint64_t a, b;
+    uint64_t nruns;
+} kn_dsm_q_t;
+
+typedef struct kn_dsm_run {
+    uint64_t off, len;
+} kn_dsm_run_t;
+
+typedef struct kn_dsm_init {
+    uint64_t size;
+    uint64_t window;        /* update bytes of this node in flight, at most */
+    uint64_t frame;         /* data bytes of one update message, at most */
+    uint64_t corrupt_every; /* testing: flip a bit in every Nth frame sent (0: never) */
+    char data[KN_DSM_NAME_MAX], twin[KN_DSM_NAME_MAX], meta[KN_DSM_NAME_MAX];
+} kn_dsm_init_t;
+
+#define KN_DSM_RUNS_MAX 65536u  /* runs in one RELEASE request */
+
+/* Messages between agents.  UPD: `bytes` of frames follow, each a
+ * kn_dsm_frame_t and its data, padded to 8 bytes; it goes around the
+ * ring (node i -> i + 1) back to the node before its origin, which
+ * answers ACK to the origin.  BAD: a frame failed its check (a = its
+ * offset, b = the node that found it); the UPD goes no further. */
+enum kn_dsm_msg_type {
+    KN_DSM_M_UPD = 1, KN_DSM_M_ACK, KN_DSM_M_BAD,
+    KN_DSM_M_WANT,       /* a = the sender's want epoch */
+    KN_DSM_M_TOKEN,      /* 2 * nnodes uint32_t follow: served[], want[] */
+    KN_DSM_M_LOCK,       /* to node 0: a = id, b = rank, ticket = request token */
+    KN_DSM_M_GRANT,      /* from node 0: ticket = request token */
+    KN_DSM_M_UNLOCK,     /* to node 0: a = id, b = rank */
+    KN_DSM_M_ALLOC,      /* to node 0: a = bytes, b = alignment, ticket = token */
+    KN_DSM_M_FREE,       /* to node 0: a = offset, ticket = token */
+    KN_DSM_M_REPLY,      /* from node 0: ticket = token, a = result, b = status */
+};
+
+typedef struct kn_dsm_msg {
+    uint32_t type;
+    int32_t origin;
+    uint64_t ticket;
+    uint64_t a, b;
+    uint64_t bytes;
+} kn_dsm_msg_t;
+
+typedef struct kn_dsm_frame {
+    uint64_t off;
+    uint32_t len;
+    uint32_t crc;           /* crc32c of off, len and the data */
+} kn_dsm_frame_t;
+
+static inline uint64_t kn_dsm_pad8(uint64_t n)
+{
+    return (n + 7) & ~(uint64_t)7;
+}
+
+/* Take and drop page p's lock (spin, then give the cpu away: the holder
+ * may be a descheduled process of the node). */
+static inline void kn_dsm_page_lock(kn_dsm_page_t *pg)
+{
+    for (unsigned spins = 0;; spins++) {
+        uint32_t v = atomic_load_explicit(pg, memory_order_relaxed);
+        if (!(v & KN_DSM_PG_LOCK) &&
+            atomic_compare_exchange_weak_explicit(pg, &v, v | KN_DSM_PG_LOCK, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return;
+        if (spins > 64)
+            sched_yield();
+        else
+            __builtin_ia32_pause();
+    }
+}
+
+static inline void kn_dsm_page_unlock(kn_dsm_page_t *pg)
+{
+    atomic_fetch_and_explicit(pg, ~KN_DSM_PG_LOCK, memory_order_release);
+}
+
+#endif

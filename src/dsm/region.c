@@ -1,0 +1,401 @@
+/*
+ * The replicated region: one address for every rank of the job, one
+ * replica per node (docs/dsm.md).
+ *
+ * knit_dsm_init, collectively:
+ *   1. every rank loads the agents' dsm module (the dsmring, the lockmgr);
+ *   2. each node's lowest rank makes the node's files (dsm_mod.h: data,
+ *      twin, meta; sparse) and has its agent map them;
+ *   3. the ranks agree on an address: KNIT_DSM_ADDR, else two candidates
+ *      high in the address space, else one that rank 0's kernel picks;
+ *      each rank maps the data file there (MAP_FIXED_NOREPLACE) and they
+ *      learn together whether everyone could; one that could not tells
+ *      the others what it has in the way (/proc/self/maps);
+ *   4. with more than one node, every page starts write-protected and the
+ *      fault handler starts tracking (write.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "dsm/dsm_int.h"
+#include "offload/offload.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/shmfile.h"
+
+extern const unsigned char kn_builtin_dsm[];
+extern const size_t kn_builtin_dsm_len;
+
+kn_dsm_t kn_dsm = {.call = PTHREAD_MUTEX_INITIALIZER, .dirty_lock = ATOMIC_FLAG_INIT};
+
+_Static_assert(sizeof(kn_dsm_meta_t) == 4096, "the meta file's header is one page");
+
+void kn_dsm_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(kn_dsm.err, sizeof(kn_dsm.err), fmt, ap);
+    va_end(ap);
+    kn_debug("dsm: %s", kn_dsm.err);
+}
+
+const char *knit_dsm_last_error(void)
+{
+    return kn_dsm.err;
+}
+
+void *knit_dsm_base(void)
+{
+    return kn_dsm.base;
+}
+
+size_t knit_dsm_size(void)
+{
+    return kn_dsm.base ? kn_dsm.size : 0;
+}
+
+knit_status_t kn_dsm_ask(const void *args, size_t len, void *result, size_t cap)
+{
+    knit_mreq_t *r;
+    knit_status_t st = knit_module_request(kn_dsm.mod, args, len, &r);
+    if (st != KNIT_OK)
+        return st;
+    char why[256] = "";
+    size_t n = 0;
+    st = knit_request_wait(&r, result ? result : why, result ? cap : sizeof(why) - 1, &n);
+    if (st != KNIT_OK && !result && n)
+        kn_dsm_error("%.*s", (int)(n < sizeof(why) ? n : sizeof(why) - 1), why);
+    else if (st == KNIT_ERR_TRUNCATE && result)
+        st = KNIT_ERR_PROTO;
+    return st;
+}
+
+/* Every rank learns the lowest status of all, and the text of a rank
+ * that failed becomes everyone's error. */
+static knit_status_t agree(knit_comm_t *world, knit_status_t mine, const char *text)
+{
+    /* [0] the lowest status, as its negation's max; [1] a rank that failed */
+    int64_t v[2] = {-(int64_t)mine, mine != KNIT_OK ? knit_rank(kn_dsm.ctx) : -1};
+    knit_op_t max = {.kind = KNIT_OP_MAX};
+    if (knit_allreduce(world, KNIT_IN_PLACE, v, 2, KNIT_INT64, &max) != KNIT_OK)
+        return KNIT_ERR_IO;
+    int64_t st_all = -v[0], who_all = v[1];
+    if (st_all == KNIT_OK)
+        return KNIT_OK;
+    char buf[sizeof(kn_dsm.err)];
+    snprintf(buf, sizeof(buf), "%s", text ? text : "");
+    if (knit_bcast(world, buf, sizeof(buf), KNIT_BYTE, (int)who_all) == KNIT_OK && buf[0])
+        snprintf(kn_dsm.err, sizeof(kn_dsm.err), "%s", buf);
+    return (knit_status_t)st_all;
+}
+
+static void unmap_all(void)
+{
+    if (kn_dsm.base)
+        munmap(kn_dsm.base, kn_dsm.size);
+    if (kn_dsm.twin)
+        munmap(kn_dsm.twin, kn_dsm.size);
+    if (kn_dsm.meta)
+        munmap(kn_dsm.meta, kn_dsm.meta_len);
+    kn_dsm.base = kn_dsm.twin = NULL;
+    kn_dsm.meta = NULL;
+}
+
+static void unlink_files(void)
+{
+    for (int i = 0; i < 3; i++)
+        if (kn_dsm.name[i][0])
+            shm_unlink(kn_dsm.name[i]);
+}
+
+/* The node's lowest rank: the files, and the agent maps them. */
+static knit_status_t make_files(void)
+{
+    static const char *what[3] = {"data", "twin", "meta"};
+    uint64_t len[3] = {kn_dsm.size, kn_dsm.size, kn_dsm.meta_len};
+    for (int i = 0; i < 3; i++) {
+        int fd = kn_shm_file_create(kn_dsm.name[i], len[i], i == 2 ? sizeof(kn_dsm_meta_t) : 0, O_CLOEXEC);
+        if (fd < 0) {
+            kn_dsm_error("node %d: cannot make the region's %s file %s (%" PRIu64 " bytes): %s", knit_node(kn_dsm.ctx),
+                         what[i], kn_dsm.name[i], len[i], strerror(errno));
+            for (int j = 0; j < i; j++)
+                shm_unlink(kn_dsm.name[j]);
+            return KNIT_ERR_NOMEM;
+        }
+        if (i == 2) {
+            kn_dsm_meta_t *m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (m != MAP_FAILED) {
+                m->magic = KN_DSM_MAGIC;
+                m->version = KN_DSM_VERSION;
+                m->size = kn_dsm.size;
+                m->npages = kn_dsm.npages;
+                munmap(m, sizeof(*m));
+            }
+        }
+        close(fd);
+    }
+    struct {
+        kn_dsm_q_t q;
+        kn_dsm_init_t in;
+    } a = {.q = {.op = KN_DSM_Q_INIT},
+           .in = {.size = kn_dsm.size, .window = kn_cfg.dsm_window, .frame = kn_cfg.dsm_frame,
+                  .corrupt_every = kn_cfg.dsm_corrupt > 0 ? (uint64_t)kn_cfg.dsm_corrupt : 0}};
+    memcpy(a.in.data, kn_dsm.name[0], KN_DSM_NAME_MAX);
+    memcpy(a.in.twin, kn_dsm.name[1], KN_DSM_NAME_MAX);
+    memcpy(a.in.meta, kn_dsm.name[2], KN_DSM_NAME_MAX);
+    knit_status_t st = kn_dsm_ask(&a, sizeof(a), NULL, 0);
+    if (st != KNIT_OK)
+        kn_dsm_error("node %d: its agent could not map the region's files (%s; the agent's log says why)",
+                     knit_node(kn_dsm.ctx), knit_strerror(st));
+    return st;
+}
+
+static void *map_shm(const char *name, size_t len, int prot, void *at)
+{
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0)
+        return MAP_FAILED;
+    int flags = MAP_SHARED | MAP_NORESERVE | (at ? MAP_FIXED_NOREPLACE : 0);
+    void *p = mmap(at, len, prot, flags, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p != MAP_FAILED && at && p != at) { /* a kernel before 4.17 takes the address as a hint */
+        munmap(p, len);
+        p = MAP_FAILED;
+        e = EEXIST;
+    }
+    errno = e;
+    return p;
+}
+
+/* What this process has in [a, a + len): the first line of its maps that
+ * overlaps. */
+static void in_the_way(uintptr_t a, size_t len, char *out, size_t cap)
+{
+    snprintf(out, cap, "(no mapping found there)");
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return;
+    char line[300];
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2 || hi <= a || lo >= a + len)
+            continue;
+        line[strcspn(line, "\n")] = 0;
+        snprintf(out, cap, "it has %.250s", line);
+        break;
+    }
+    fclose(f);
+}
+
+static uintptr_t kernel_pick(size_t size)
+{
+    void *p = mmap(NULL, size + (1ul << 30), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    munmap(p, size + (1ul << 30));
+    return ((uintptr_t)p + (1ul << 30) - 1) & ~((uintptr_t)(1ul << 30) - 1);
+}
+
+/* Map the data file at one address everywhere. */
+static knit_status_t place(knit_comm_t *world)
+{
+    uintptr_t cand[3];
+    int ncand = 0;
+    const char *want = kn_cfg.dsm_addr;
+    if (want && *want && strcmp(want, "auto")) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(want, &end, 0);
+        if (errno || *end || !v || v % KN_DSM_PAGE) {
+            kn_dsm_error("KNIT_DSM_ADDR=%s is not a page-aligned address (hex, e.g. 0x200000000000)", want);
+            return KNIT_ERR_INVAL;
+        }
+        cand[ncand++] = (uintptr_t)v;
+    } else {
+        cand[ncand++] = (uintptr_t)0x200000000000ull;
+        cand[ncand++] = (uintptr_t)0x300000000000ull;
+        cand[ncand++] = 0; /* rank 0's kernel's */
+    }
+    int prot = kn_dsm.protect ? PROT_READ : PROT_READ | PROT_WRITE;
+    knit_status_t st = KNIT_ERR_NOMEM;
+    for (int i = 0; i < ncand; i++) {
+        uint64_t at = cand[i];
+        if (!at) {
+            at = knit_rank(kn_dsm.ctx) == 0 ? kernel_pick(kn_dsm.size) : 0;
+            if (knit_bcast(world, &at, 1, KNIT_UINT64, 0) != KNIT_OK)
+                return KNIT_ERR_IO;
+        }
+        char text[sizeof(kn_dsm.err)] = "";
+        knit_status_t mine = KNIT_OK;
+        void *p = at ? map_shm(kn_dsm.name[0], kn_dsm.size, prot, (void *)(uintptr_t)at) : MAP_FAILED;
+        if (p == MAP_FAILED) {
+            int e = errno;
+            char what[300];
+            in_the_way((uintptr_t)at, kn_dsm.size, what, sizeof(what));
+            snprintf(text, sizeof(text), "rank %d cannot map the region at [%#" PRIx64 ", %#" PRIx64 "): %s; %.200s",
+                     knit_rank(kn_dsm.ctx), at, at + kn_dsm.size, strerror(e), e == EEXIST ? what : "");
+            mine = KNIT_ERR_NOMEM;
+        }
+        st = agree(world, mine, text);
+        if (st == KNIT_OK) {
+            kn_dsm.base = p;
+            return KNIT_OK;
+        }
+        if (p != MAP_FAILED)
+            munmap(p, kn_dsm.size);
+        if (st != KNIT_ERR_NOMEM)
+            return st;
+    }
+    size_t n = strlen(kn_dsm.err);
+    snprintf(kn_dsm.err + n, sizeof(kn_dsm.err) - n, "; KNIT_DSM_ADDR chooses another address");
+    return st;
+}
+
+static knit_status_t init(knit_ctx_t *ctx, size_t size)
+{
+    knit_comm_t *world = knit_comm_world(ctx);
+    if (kn_cfg.dsm_protocol != 0) {
+        kn_dsm_error("KNIT_DSM_PROTOCOL=invalidate: not supported yet (update is)");
+        return KNIT_ERR_NOT_SUPPORTED;
+    }
+    if (!size || size % KN_DSM_PAGE || size > (1ull << 46)) {
+        kn_dsm_error("a region of %zu bytes: the size must be a multiple of 4096, at most 64 TiB", size);
+        return KNIT_ERR_INVAL;
+    }
+    kn_dsm.ctx = ctx;
+    kn_dsm.size = size;
+    kn_dsm.npages = size / KN_DSM_PAGE;
+    kn_dsm.nnodes = knit_nnodes(ctx);
+    kn_dsm.protect = kn_dsm.nnodes > 1;
+    kn_dsm.meta_len = kn_dsm_meta_bytes(kn_dsm.npages);
+    knit_status_t st = kn_off_load_builtin(ctx, "dsm", kn_builtin_dsm, kn_builtin_dsm_len, &kn_dsm.mod);
+    if (st != KNIT_OK) {
+        kn_dsm.mod = NULL;
+        if (st == KNIT_ERR_NOT_SUPPORTED)
+            kn_dsm_error("the replicated region needs the node agents (this job has none: a singleton, or "
+                         "knitrun --no-offload)");
+        else
+            kn_dsm_error("the agents' dsm module could not be loaded: %s", knit_module_last_error(ctx));
+        return st;
+    }
+    static const char *suffix[3] = {"data", "twin", "meta"};
+    for (int i = 0; i < 3; i++)
+        snprintf(kn_dsm.name[i], KN_DSM_NAME_MAX, "/knit-%s-n%d-dsm.%s", ctx->jobid, knit_node(ctx), suffix[i]);
+    int first = knit_local_rank(ctx) == 0;
+    st = agree(world, first ? make_files() : KNIT_OK, kn_dsm.err);
+    if (st != KNIT_OK) {
+        if (first)
+            unlink_files();
+        knit_module_unload(kn_dsm.mod);
+        kn_dsm.mod = NULL;
+        return st;
+    }
+    knit_status_t mine = KNIT_OK;
+    kn_dsm.twin = map_shm(kn_dsm.name[1], kn_dsm.size, PROT_READ | PROT_WRITE, NULL);
+    kn_dsm.meta = map_shm(kn_dsm.name[2], kn_dsm.meta_len, PROT_READ | PROT_WRITE, NULL);
+    if (kn_dsm.twin == MAP_FAILED || kn_dsm.meta == MAP_FAILED) {
+        kn_dsm_error("rank %d cannot map its node's region files: %s", knit_rank(ctx), strerror(errno));
+        if (kn_dsm.twin == MAP_FAILED)
+            kn_dsm.twin = NULL;
+        if (kn_dsm.meta == MAP_FAILED)
+            kn_dsm.meta = NULL;
+        mine = KNIT_ERR_NOMEM;
+    } else {
+        kn_dsm.pages = kn_dsm_pages(kn_dsm.meta);
+    }
+    st = agree(world, mine, kn_dsm.err);
+    if (st == KNIT_OK)
+        st = place(world);
+    if (st == KNIT_OK && kn_dsm.protect && kn_dsm_track_start() < 0)
+        mine = KNIT_ERR_NOMEM;
+    if (st == KNIT_OK)
+        st = agree(world, mine, kn_dsm.err);
+    if (st != KNIT_OK) {
+        kn_dsm_track_stop();
+        unmap_all();
+        knit_barrier(world);
+        if (first)
+            unlink_files();
+        knit_module_unload(kn_dsm.mod);
+        kn_dsm.mod = NULL;
+    }
+    return st;
+}
+
+knit_status_t knit_dsm_init(knit_ctx_t *ctx, size_t size)
+{
+    if (!ctx)
+        return KNIT_ERR_INVAL;
+    if (kn_dsm.base) {
+        kn_dsm_error("the region is mapped already");
+        return KNIT_ERR_STATE;
+    }
+    kn_dsm.err[0] = 0;
+    pthread_mutex_lock(&kn_dsm.call);
+    knit_status_t st = init(ctx, size ? size : kn_cfg.dsm_size);
+    pthread_mutex_unlock(&kn_dsm.call);
+    if (st != KNIT_OK && knit_rank(ctx) == 0)
+        kn_error("knit_dsm_init: %s", kn_dsm.err[0] ? kn_dsm.err : knit_strerror(st));
+    return st;
+}
+
+/* KNIT_STATS: the node's counters, from its lowest rank. */
+static void report(void)
+{
+    knit_dsm_stats_t s;
+    if (knit_dsm_stats(&s) != KNIT_OK)
+        return;
+    fprintf(stderr,
+            "knit[node %d] dsm: %" PRIu64 " faults, %" PRIu64 " pages diffed, %" PRIu64 " runs of %" PRIu64
+            " bytes in %" PRIu64 " releases; frames out %" PRIu64 " (%" PRIu64 " B), in %" PRIu64 " (%" PRIu64
+            " B); %" PRIu64 " failed their crc\n",
+            knit_node(kn_dsm.ctx), s.faults, s.diffs, s.runs, s.released, s.releases, s.frames_out, s.bytes_out,
+            s.frames_in, s.bytes_in, s.bad_crc);
+}
+
+knit_status_t knit_dsm_finalize(knit_ctx_t *ctx)
+{
+    if (!ctx || ctx != kn_dsm.ctx || !kn_dsm.base)
+        return KNIT_ERR_STATE;
+    knit_status_t st = knit_dsm_barrier();
+    if (kn_cfg.stats && knit_local_rank(ctx) == 0)
+        report();
+    pthread_mutex_lock(&kn_dsm.call);
+    kn_dsm_track_stop();
+    unmap_all();
+    knit_status_t st2 = knit_module_unload(kn_dsm.mod); /* collective: the agents let go of the files */
+    kn_dsm.mod = NULL;
+    if (knit_local_rank(ctx) == 0)
+        unlink_files();
+    memset(kn_dsm.name, 0, sizeof(kn_dsm.name));
+    kn_dsm.nheld = 0;
+    kn_dsm.ctx = NULL;
+    pthread_mutex_unlock(&kn_dsm.call);
+    return st != KNIT_OK ? st : st2;
+}
+
+knit_status_t knit_dsm_stats(knit_dsm_stats_t *out)
+{
+    if (!out)
+        return KNIT_ERR_INVAL;
+    if (!kn_dsm.meta)
+        return KNIT_ERR_STATE;
+    const kn_dsm_counters_t *c = &kn_dsm.meta->c;
+    *out = (knit_dsm_stats_t){
+        .faults = atomic_load(&c->faults), .diffs = atomic_load(&c->diffs), .runs = atomic_load(&c->runs),
+        .released = atomic_load(&c->released), .releases = atomic_load(&c->releases),
+        .frames_out = atomic_load(&c->frames_out), .bytes_out = atomic_load(&c->bytes_out),
+        .frames_in = atomic_load(&c->frames_in), .bytes_in = atomic_load(&c->bytes_in),
+        .bad_crc = atomic_load(&c->bad_crc),
+    };
+    return KNIT_OK;
+}

@@ -1,0 +1,135 @@
+/*
+ * The calls that order the region's accesses (flush, locks, barrier) and
+ * its memory (docs/dsm.md).  Locks and memory are node 0's agent's (the
+ * lockmgr in modules/builtin/dsm.c).  A process makes one request to its
+ * agent at a time (kn_dsm.call), so the calls may come from any thread;
+ * a thread waiting for a lock holds up the process's other DSM calls
+ * until the grant.
+ */
+#include <string.h>
+
+#include "dsm/dsm_int.h"
+
+static knit_status_t not_mapped(void)
+{
+    kn_dsm_error("the region is not mapped (knit_dsm_init)");
+    return KNIT_ERR_STATE;
+}
+
+knit_status_t knit_dsm_flush(void)
+{
+    if (!kn_dsm.base)
+        return not_mapped();
+    pthread_mutex_lock(&kn_dsm.call);
+    knit_status_t st = kn_dsm_release();
+    pthread_mutex_unlock(&kn_dsm.call);
+    return st;
+}
+
+knit_status_t knit_dsm_barrier(void)
+{
+    knit_status_t st = knit_dsm_flush();
+    /* every rank's release is complete once every rank is here: the
+     * update protocol's acquire has nothing left to do */
+    knit_status_t st2 = kn_dsm.base ? knit_barrier(knit_comm_world(kn_dsm.ctx)) : KNIT_ERR_STATE;
+    return st != KNIT_OK ? st : st2;
+}
+
+static int held_at(uint64_t id)
+{
+    for (int i = 0; i < kn_dsm.nheld; i++)
+        if (kn_dsm.held[i] == id)
+            return i;
+    return -1;
+}
+
+knit_status_t knit_dsm_lock(uint64_t id)
+{
+    if (!kn_dsm.base)
+        return not_mapped();
+    pthread_mutex_lock(&kn_dsm.call);
+    knit_status_t st;
+    if (held_at(id) >= 0) {
+        kn_dsm_error("lock %llu: this process holds it already", (unsigned long long)id);
+        st = KNIT_ERR_STATE;
+    } else if (kn_dsm.nheld == KN_DSM_HELD_MAX) {
+        kn_dsm_error("lock %llu: this process holds %d locks, the most it may", (unsigned long long)id,
+                     KN_DSM_HELD_MAX);
+        st = KNIT_ERR_AGAIN;
+    } else {
+        kn_dsm_q_t q = {.op = KN_DSM_Q_LOCK, .a = id};
+        st = kn_dsm_ask(&q, sizeof(q), NULL, 0);
+        if (st == KNIT_OK)
+            kn_dsm.held[kn_dsm.nheld++] = id;
+    }
+    pthread_mutex_unlock(&kn_dsm.call);
+    return st;
+}
+
+knit_status_t knit_dsm_unlock(uint64_t id)
+{
+    if (!kn_dsm.base)
+        return not_mapped();
+    pthread_mutex_lock(&kn_dsm.call);
+    knit_status_t st;
+    int at = held_at(id);
+    if (at < 0) {
+        kn_dsm_error("lock %llu: this process does not hold it", (unsigned long long)id);
+        st = KNIT_ERR_STATE;
+    } else {
+        st = kn_dsm_release(); /* what was written under it is everywhere before the next holder */
+        kn_dsm_q_t q = {.op = KN_DSM_Q_UNLOCK, .a = id};
+        knit_status_t st2 = kn_dsm_ask(&q, sizeof(q), NULL, 0);
+        kn_dsm.held[at] = kn_dsm.held[--kn_dsm.nheld];
+        if (st == KNIT_OK)
+            st = st2;
+    }
+    pthread_mutex_unlock(&kn_dsm.call);
+    return st;
+}
+
+void *knit_dsm_alloc(size_t size)
+{
+    if (!kn_dsm.base) {
+        not_mapped();
+        return NULL;
+    }
+    if (!size || size > kn_dsm.size) {
+        kn_dsm_error("knit_dsm_alloc(%zu): the size must be 1 .. the region's %zu bytes", size, kn_dsm.size);
+        return NULL;
+    }
+    kn_dsm_q_t q = {.op = KN_DSM_Q_ALLOC, .a = size, .b = size >= KN_DSM_PAGE ? KN_DSM_PAGE : 16};
+    uint64_t off = 0;
+    pthread_mutex_lock(&kn_dsm.call);
+    knit_status_t st = kn_dsm_ask(&q, sizeof(q), &off, sizeof(off));
+    pthread_mutex_unlock(&kn_dsm.call);
+    if (st != KNIT_OK || off >= kn_dsm.size) {
+        kn_dsm_error("knit_dsm_alloc(%zu): %s", size,
+                     st == KNIT_ERR_NOMEM ? "the region has no free range that large" : knit_strerror(st));
+        return NULL;
+    }
+    return kn_dsm.base + off;
+}
+
+knit_status_t knit_dsm_free(void *p)
+{
+    if (!p)
+        return KNIT_OK;
+    if (!kn_dsm.base)
+        return not_mapped();
+    char *c = p;
+    if (c < kn_dsm.base || c >= kn_dsm.base + kn_dsm.size) {
+        kn_dsm_error("knit_dsm_free(%p): not in the region", p);
+        return KNIT_ERR_INVAL;
+    }
+    kn_dsm_q_t q = {.op = KN_DSM_Q_FREE, .a = (uint64_t)(c - kn_dsm.base)};
+    uint64_t len = 0;
+    pthread_mutex_lock(&kn_dsm.call);
+    knit_status_t st = kn_dsm_ask(&q, sizeof(q), &len, sizeof(len));
+    pthread_mutex_unlock(&kn_dsm.call);
+    if (st == KNIT_ERR_NOT_FOUND) {
+        kn_dsm_error("knit_dsm_free(%p): not the start of an allocation (or freed already)", p);
+        return KNIT_ERR_INVAL;
+    }
+    return st;
+}

@@ -1,0 +1,304 @@
+/*
+ * Finding this process's writes to the region and releasing them
+ * (write-update protocol, docs/dsm.md).
+ *
+ * Every page is read-only in a process until it writes there.  The first
+ * write faults; the handler takes the page's lock, makes the node's twin
+ * of the page if no rank of the node has the page writable yet (its
+ * count in the page's word), counts itself in, notes the page in this
+ * process's list and makes it writable.  The node's agent writes remote
+ * updates into the replica and into the twin alike, so a page differs
+ * from its twin exactly where ranks of this node wrote.
+ *
+ * A release takes this process's list; write-protects its pages (a
+ * thread that writes again faults and notes the page anew); takes a
+ * ticket of the node; compares each page with its twin under the page's
+ * lock, byte for byte (two nodes that write different bytes of one page
+ * both keep theirs), copies what differs into the twin where other ranks
+ * of the node still write the page (so that their diffs leave it out);
+ * and hands the changed byte ranges to the agent with the ticket and a
+ * bound, the node's last ticket once the diffs are done.  The agent sends
+ * the bytes from its replica and completes the release when every ticket
+ * of the node up to the bound came back around the ring: a diff of
+ * another rank of the node may have sent (and taken into the twin) what
+ * this one wrote, and that rank's ticket, taken before its diff, is then
+ * within the bound.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include "dsm/dsm_int.h"
+#include "util/log.h"
+
+/* ------------------------------------------------------------ the fault */
+
+static void dirty_add(uint32_t p)
+{
+    while (atomic_flag_test_and_set_explicit(&kn_dsm.dirty_lock, memory_order_acquire))
+        __builtin_ia32_pause();
+    kn_dsm.dirty[kn_dsm.ndirty++] = p;
+    atomic_flag_clear_explicit(&kn_dsm.dirty_lock, memory_order_release);
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    const struct sigaction *o = &kn_dsm.old_segv;
+    if ((o->sa_flags & SA_SIGINFO) && o->sa_sigaction) {
+        o->sa_sigaction(sig, si, uc);
+    } else if (o->sa_handler == SIG_IGN) {
+        return;
+    } else if (o->sa_handler != SIG_DFL) {
+        o->sa_handler(sig);
+    } else { /* the default: fault again, unhandled */
+        signal(sig, SIG_DFL);
+    }
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    char *a = si->si_addr;
+    char *base = kn_dsm.base;
+    if (si->si_code != SEGV_ACCERR || !base || a < base || a >= base + kn_dsm.size) {
+        chain(sig, si, uc);
+        return;
+    }
+    int saved = errno;
+    uint64_t p = (uint64_t)(a - base) / KN_DSM_PAGE;
+    uint64_t bit = 1ull << (p % 64);
+    if (!(atomic_fetch_or(&kn_dsm.bits[p / 64], bit) & bit)) {
+        kn_dsm_page_t *pg = &kn_dsm.pages[p];
+        kn_dsm_page_lock(pg);
+        if (!(atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS))
+            memcpy(kn_dsm.twin + p * KN_DSM_PAGE, base + p * KN_DSM_PAGE, KN_DSM_PAGE);
+        atomic_fetch_add_explicit(pg, 1, memory_order_relaxed);
+        kn_dsm_page_unlock(pg);
+        dirty_add((uint32_t)p);
+        atomic_fetch_add_explicit(&kn_dsm.meta->c.faults, 1, memory_order_relaxed);
+        mprotect(base + p * KN_DSM_PAGE, KN_DSM_PAGE, PROT_READ | PROT_WRITE);
+    }
+    /* else another thread of this process is making it writable: the write
+     * faults again until it has */
+    errno = saved;
+}
+
+static void *map_anon(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int kn_dsm_track_start(void)
+{
+    kn_dsm.bits_len = (kn_dsm.npages + 63) / 64 * sizeof(uint64_t);
+    kn_dsm.list_len = kn_dsm.npages * sizeof(uint32_t);
+    kn_dsm.bits = map_anon(kn_dsm.bits_len);
+    kn_dsm.dirty = map_anon(kn_dsm.list_len);
+    kn_dsm.work = map_anon(kn_dsm.list_len);
+    kn_dsm.ndirty = 0;
+    if (!kn_dsm.bits || !kn_dsm.dirty || !kn_dsm.work) {
+        kn_dsm_error("rank %d: no memory for the region's page lists", knit_rank(kn_dsm.ctx));
+        kn_dsm_track_stop();
+        return -1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &kn_dsm.old_segv) < 0) {
+        kn_dsm_error("rank %d: sigaction(SIGSEGV): %s", knit_rank(kn_dsm.ctx), strerror(errno));
+        kn_dsm_track_stop();
+        return -1;
+    }
+    return 0;
+}
+
+void kn_dsm_track_stop(void)
+{
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fault)
+        sigaction(SIGSEGV, &kn_dsm.old_segv, NULL);
+    if (kn_dsm.bits)
+        munmap(kn_dsm.bits, kn_dsm.bits_len);
+    if (kn_dsm.dirty)
+        munmap(kn_dsm.dirty, kn_dsm.list_len);
+    if (kn_dsm.work)
+        munmap(kn_dsm.work, kn_dsm.list_len);
+    kn_dsm.bits = NULL;
+    kn_dsm.dirty = kn_dsm.work = NULL;
+    free(kn_dsm.runs);
+    kn_dsm.runs = NULL;
+    kn_dsm.runs_cap = 0;
+}
+
+/* ------------------------------------------------------------ the diff */
+
+static int run_add(uint64_t off, uint64_t len, uint64_t *n)
+{
+    if (*n && kn_dsm.runs[*n - 1].off + kn_dsm.runs[*n - 1].len == off) {
+        kn_dsm.runs[*n - 1].len += len;
+        return 0;
+    }
+    if (*n == kn_dsm.runs_cap) {
+        uint64_t cap = kn_dsm.runs_cap ? 2 * kn_dsm.runs_cap : 1024;
+        kn_dsm_run_t *r = realloc(kn_dsm.runs, cap * sizeof(*r));
+        if (!r)
+            return -1;
+        kn_dsm.runs = r;
+        kn_dsm.runs_cap = cap;
+    }
+    kn_dsm.runs[(*n)++] = (kn_dsm_run_t){off, len};
+    return 0;
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* The runs where page p differs from its twin, appended; -1: no memory. */
+static int diff_page(uint64_t p, uint64_t *n, uint64_t *bytes)
+{
+    const uint64_t *cur = (const uint64_t *)(kn_dsm.base + p * KN_DSM_PAGE);
+    const uint64_t *old = (const uint64_t *)(kn_dsm.twin + p * KN_DSM_PAGE);
+    uint64_t page_off = p * KN_DSM_PAGE;
+    uint64_t start = 0, open = 0; /* a run from start (bytes into the page), while open */
+    for (unsigned w = 0; w < KN_DSM_PAGE / 8; w++) {
+        uint64_t x = cur[w] ^ old[w];
+        if (!x) {
+            if (open) {
+                if (run_add(page_off + start, w * 8 - start, n) < 0)
+                    return -1;
+                *bytes += w * 8 - start;
+                open = 0;
+            }
+            continue;
+        }
+        if (open && !((x - ONES) & ~x & HIGHS)) /* every byte differs: the run goes on */
+            continue;
+        for (unsigned b = 0; b < 8; b++) {
+            int differs = (x >> (8 * b)) & 0xff;
+            uint64_t at = w * 8 + b;
+            if (differs && !open) {
+                start = at;
+                open = 1;
+            } else if (!differs && open) {
+                if (run_add(page_off + start, at - start, n) < 0)
+                    return -1;
+                *bytes += at - start;
+                open = 0;
+            }
+        }
+    }
+    if (open) {
+        if (run_add(page_off + start, KN_DSM_PAGE - start, n) < 0)
+            return -1;
+        *bytes += KN_DSM_PAGE - start;
+    }
+    return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Write-protect the pages of list (sorted), a range per call. */
+static void protect(const uint32_t *list, uint64_t n)
+{
+    for (uint64_t i = 0; i < n;) {
+        uint64_t j = i + 1;
+        while (j < n && list[j] == list[j - 1] + 1)
+            j++;
+        mprotect(kn_dsm.base + (uint64_t)list[i] * KN_DSM_PAGE, (j - i) * KN_DSM_PAGE, PROT_READ);
+        i = j;
+    }
+}
+
+/* Send runs[0..n) under ticket t: parts of KN_DSM_RUNS_MAX runs, the
+ * last waits for the bound. */
+static knit_status_t hand_over(uint64_t t, uint64_t bound, uint64_t n)
+{
+    size_t cap = sizeof(kn_dsm_q_t) + (size_t)(n < KN_DSM_RUNS_MAX ? n : KN_DSM_RUNS_MAX) * sizeof(kn_dsm_run_t);
+    char *buf = malloc(cap);
+    if (!buf)
+        return KNIT_ERR_NOMEM;
+    knit_status_t st = KNIT_OK;
+    uint64_t at = 0;
+    do {
+        uint64_t k = n - at < KN_DSM_RUNS_MAX ? n - at : KN_DSM_RUNS_MAX;
+        int last = at + k == n;
+        kn_dsm_q_t *q = (kn_dsm_q_t *)buf;
+        *q = (kn_dsm_q_t){.op = KN_DSM_Q_RELEASE, .flags = last ? 0 : KN_DSM_QF_MORE, .a = t, .b = bound, .nruns = k};
+        memcpy(q + 1, kn_dsm.runs + at, k * sizeof(kn_dsm_run_t));
+        st = kn_dsm_ask(buf, sizeof(*q) + k * sizeof(kn_dsm_run_t), NULL, 0);
+        at += k;
+    } while (st == KNIT_OK && at < n);
+    free(buf);
+    return st;
+}
+
+knit_status_t kn_dsm_release(void)
+{
+    if (!kn_dsm.protect) { /* one node: the only replica is everyone's */
+        atomic_thread_fence(memory_order_seq_cst);
+        return KNIT_OK;
+    }
+    while (atomic_flag_test_and_set_explicit(&kn_dsm.dirty_lock, memory_order_acquire))
+        __builtin_ia32_pause();
+    uint32_t *list = kn_dsm.dirty;
+    uint64_t np = kn_dsm.ndirty;
+    kn_dsm.dirty = kn_dsm.work;
+    kn_dsm.work = list;
+    kn_dsm.ndirty = 0;
+    atomic_flag_clear_explicit(&kn_dsm.dirty_lock, memory_order_release);
+    if (!np)
+        return KNIT_OK; /* nothing written since the last release (which waited for it all) */
+    qsort(list, np, sizeof(uint32_t), cmp_u32);
+    protect(list, np);
+    for (uint64_t i = 0; i < np; i++)
+        atomic_fetch_and(&kn_dsm.bits[list[i] / 64], ~(1ull << (list[i] % 64)));
+    kn_dsm_counters_t *c = &kn_dsm.meta->c;
+    uint64_t t = atomic_fetch_add(&kn_dsm.meta->ticket, 1) + 1;
+    uint64_t n = 0, bytes = 0;
+    int nomem = 0;
+    for (uint64_t i = 0; i < np; i++) {
+        uint64_t p = list[i];
+        kn_dsm_page_t *pg = &kn_dsm.pages[p];
+        uint64_t first = n;
+        kn_dsm_page_lock(pg);
+        if (!nomem && diff_page(p, &n, &bytes) < 0)
+            nomem = 1;
+        uint32_t refs = atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS;
+        if (refs > 1) { /* others of the node still write it: the twin takes what goes out */
+            uint64_t lo = p * KN_DSM_PAGE, hi = lo + KN_DSM_PAGE;
+            for (uint64_t r = first ? first - 1 : 0; r < n; r++) {
+                uint64_t a = kn_dsm.runs[r].off, b = a + kn_dsm.runs[r].len;
+                a = a < lo ? lo : a;
+                b = b > hi ? hi : b;
+                if (a < b)
+                    memcpy(kn_dsm.twin + a, kn_dsm.base + a, b - a);
+            }
+        }
+        if (refs)
+            atomic_fetch_sub_explicit(pg, 1, memory_order_relaxed);
+        kn_dsm_page_unlock(pg);
+    }
+    uint64_t bound = atomic_load(&kn_dsm.meta->ticket);
+    atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->runs, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->released, bytes, memory_order_relaxed);
+    if (nomem) { /* the ticket still goes, so that the node's later releases are not held up */
+        n = 0;
+        hand_over(t, bound, 0);
+        kn_dsm_error("rank %d: no memory for a release's list of changes: its writes did not leave the node",
+                     knit_rank(kn_dsm.ctx));
+        return KNIT_ERR_NOMEM;
+    }
+    knit_status_t st = hand_over(t, bound, n);
+    if (st != KNIT_OK && !kn_dsm.err[0])
+        kn_dsm_error("a release failed: %s", knit_strerror(st));
+    return st;
+}

@@ -1,0 +1,401 @@
+/*
+ * The replicated region (include/knit/dsm.h), run by tests/job/test_dsm.sh:
+ *   dsm_test same        every rank writes its own bytes of shared pages
+ *                        (interleaved byte by byte: every page has writers
+ *                        on every node), barrier: every rank reads every
+ *                        byte right, and the whole region's checksum is
+ *                        the same on every rank
+ *   dsm_test counter     a counter under a lock, incremented 200 times by
+ *                        every rank: exactly 200 * ranks
+ *   dsm_test prodcons    rank 0 produces 300 items into a ring under a lock,
+ *                        the others consume them under the same lock: each
+ *                        item consumed once, in order
+ *   dsm_test stress      20 rounds of random writes (each byte has one
+ *                        owner rank per round, chosen by a hash), barrier,
+ *                        every rank checks the whole area against what it
+ *                        computes itself, and the checksums agree
+ *   dsm_test alloc       every rank allocates and frees from the region at
+ *                        once: blocks never overlap; a rank frees what
+ *                        another allocated; bad frees are refused
+ *   dsm_test big SIZE    rank 0 rewrites SIZE bytes, barrier, every rank
+ *                        checks them (and a second pass rewrites half)
+ *   dsm_test corrupt     (KNIT_DSM_CORRUPT=1) a release of rank 0 fails with
+ *                        KNIT_ERR_IO naming the crc32c check
+ *   dsm_test conflict    rank 1 maps memory at KNIT_DSM_ADDR first: init
+ *                        fails everywhere, naming rank 1 and its mapping
+ *   dsm_test refused     init fails with KNIT_ERR_NOT_SUPPORTED (no agents,
+ *                        or a protocol not built) and says why
+ *   dsm_test die         rank 1 dirties 48 MiB and is killed while it
+ *                        releases them (the job must end, not hang)
+ *   dsm_test errors      bad calls return errors and lose nothing
+ * Prints "ok CASE" on rank 0 when every rank passed.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "knit.h"
+#include "knit/dsm.h"
+
+static knit_ctx_t *ctx;
+static int rank, size;
+static knit_comm_t *world;
+
+#include "check.h"
+
+static uint64_t fnv(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
+/* every rank's checksum of [p, p + n) is the same */
+static void same_everywhere(const void *p, size_t n, const char *what)
+{
+    uint64_t h = fnv(p, n);
+    uint64_t *all = malloc((size_t)size * sizeof(uint64_t));
+    CHECK(all, "no memory");
+    OK(knit_allgather(world, &h, all, 1, KNIT_UINT64));
+    for (int r = 0; r < size; r++)
+        CHECK(all[r] == h, "%s: rank %d's checksum %#llx differs from mine %#llx", what, r,
+              (unsigned long long)all[r], (unsigned long long)h);
+    free(all);
+}
+
+static void same(void)
+{
+    size_t n = 5 * 4096 + 123;
+    unsigned char *a = knit_dsm_base();
+    for (int round = 0; round < 4; round++) {
+        for (size_t i = (size_t)rank; i < n; i += (size_t)size)
+            a[i] = (unsigned char)(i * 7 + (size_t)round * 31 + 1);
+        OK(knit_dsm_barrier());
+        for (size_t i = 0; i < n; i++)
+            CHECK(a[i] == (unsigned char)(i * 7 + (size_t)round * 31 + 1), "round %d byte %zu: %u", round, i, a[i]);
+        OK(knit_dsm_barrier()); /* nobody writes the next round before all checked */
+    }
+    same_everywhere(a, knit_dsm_size(), "the whole region");
+    knit_dsm_stats_t s;
+    OK(knit_dsm_stats(&s));
+    if (knit_nnodes(ctx) > 1)
+        CHECK(s.faults > 0 && s.diffs > 0 && s.frames_out > 0 && s.frames_in > 0 && !s.bad_crc,
+              "stats: %llu faults, %llu diffs, %llu frames out, %llu in", (unsigned long long)s.faults,
+              (unsigned long long)s.diffs, (unsigned long long)s.frames_out, (unsigned long long)s.frames_in);
+}
+
+static void counter(void)
+{
+    volatile uint64_t *c = knit_dsm_base();
+    int per = 200;
+    for (int i = 0; i < per; i++) {
+        OK(knit_dsm_lock(7));
+        *c = *c + 1;
+        OK(knit_dsm_unlock(7));
+    }
+    OK(knit_dsm_barrier());
+    CHECK(*c == (uint64_t)per * (uint64_t)size, "the counter is %llu, not %llu", (unsigned long long)*c,
+          (unsigned long long)per * (unsigned long long)size);
+}
+
+typedef struct ring {
+    uint64_t head, tail, done;
+    uint64_t item[16];
+} ring_t;
+
+static void prodcons(void)
+{
+    CHECK(size >= 2, "needs 2 ranks");
+    ring_t *q = knit_dsm_base();
+    uint64_t *seen = (uint64_t *)((char *)knit_dsm_base() + 8192); /* per consumer: how many, sum */
+    const uint64_t items = 300;
+    OK(knit_dsm_barrier());
+    if (rank == 0) {
+        for (uint64_t next = 1; next <= items;) {
+            OK(knit_dsm_lock(1));
+            while (next <= items && q->head - q->tail < 16) {
+                q->item[q->head % 16] = next++;
+                q->head++;
+            }
+            OK(knit_dsm_unlock(1));
+        }
+    } else {
+        uint64_t count = 0, sum = 0, last = 0;
+        for (int stop = 0; !stop;) {
+            OK(knit_dsm_lock(1));
+            while (q->tail < q->head) {
+                uint64_t v = q->item[q->tail % 16];
+                q->tail++;
+                CHECK(v > last, "item %llu after %llu: out of order", (unsigned long long)v, (unsigned long long)last);
+                last = v;
+                count++;
+                sum += v;
+            }
+            stop = q->tail == items;
+            OK(knit_dsm_unlock(1));
+        }
+        seen[2 * rank] = count;
+        seen[2 * rank + 1] = sum;
+    }
+    OK(knit_dsm_barrier());
+    uint64_t count = 0, sum = 0;
+    for (int r = 1; r < size; r++) {
+        count += seen[2 * r];
+        sum += seen[2 * r + 1];
+    }
+    CHECK(count == items && sum == items * (items + 1) / 2, "consumed %llu items summing to %llu",
+          (unsigned long long)count, (unsigned long long)sum);
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static void stress(void)
+{
+    size_t n = 3 * 65536 + 777;
+    unsigned char *a = knit_dsm_base();
+    unsigned char *ref = calloc(1, n);
+    CHECK(ref, "no memory");
+    for (uint64_t round = 1; round <= 20; round++) {
+        /* byte i belongs to rank mix(i, round) % size this round, and is
+         * written (maybe) by it: sparse random writes, some pages untouched */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t h = mix(i * 1000003u + round);
+            int owner = (int)(h % (uint64_t)size);
+            int written = (h >> 20) % 5 == 0 && (i / 4096 + round) % 3 != 0;
+            unsigned char v = (unsigned char)(h >> 40);
+            if (written) {
+                ref[i] = v;
+                if (owner == rank)
+                    a[i] = v;
+            }
+        }
+        OK(knit_dsm_barrier());
+        for (size_t i = 0; i < n; i++)
+            CHECK(a[i] == ref[i], "round %llu byte %zu: %u, not %u", (unsigned long long)round, i, a[i], ref[i]);
+        OK(knit_dsm_barrier());
+    }
+    same_everywhere(a, knit_dsm_size(), "the whole region");
+    free(ref);
+}
+
+static void alloc(void)
+{
+    enum { N = 40 };
+    char *p[N];
+    size_t len[N];
+    for (int i = 0; i < N; i++) {
+        len[i] = (size_t)(mix((uint64_t)(rank * N + i)) % 9000) + 1;
+        p[i] = knit_dsm_alloc(len[i]);
+        CHECK(p[i], "alloc %zu: %s", len[i], knit_dsm_last_error());
+        CHECK(((uintptr_t)p[i] & 15) == 0 && (len[i] < 4096 || ((uintptr_t)p[i] & 4095) == 0), "alignment of %p",
+              (void *)p[i]);
+        memset(p[i], rank + 1, len[i]);
+    }
+    /* everyone's blocks: no two overlap */
+    uint64_t mine[2 * N], *all = malloc((size_t)size * 2 * N * sizeof(uint64_t));
+    CHECK(all, "no memory");
+    for (int i = 0; i < N; i++) {
+        mine[2 * i] = (uint64_t)(uintptr_t)p[i];
+        mine[2 * i + 1] = len[i];
+    }
+    OK(knit_allgather(world, mine, all, 2 * N, KNIT_UINT64));
+    for (int i = 0; i < size * N; i++)
+        for (int j = i + 1; j < size * N; j++)
+            CHECK(all[2 * i] + all[2 * i + 1] <= all[2 * j] || all[2 * j] + all[2 * j + 1] <= all[2 * i],
+                  "blocks %d and %d overlap", i, j);
+    OK(knit_dsm_barrier());
+    for (int i = 0; i < N; i++) /* what every rank wrote is everywhere */
+        for (int r = 0; r < size; r++) {
+            const unsigned char *b = (const unsigned char *)(uintptr_t)all[2 * (r * N + i)];
+            CHECK(b[0] == r + 1 && b[all[2 * (r * N + i) + 1] - 1] == r + 1, "rank %d's block %d", r, i);
+        }
+    OK(knit_dsm_barrier());
+    /* the next rank frees my even blocks, I free my odd ones */
+    int next = (rank + 1) % size;
+    for (int i = 0; i < N; i++) {
+        int owner = i % 2 ? rank : (rank + size - 1) % size;
+        (void)next;
+        OK(knit_dsm_free((void *)(uintptr_t)all[2 * (owner * N + i)]));
+    }
+    OK(knit_dsm_barrier());
+    if (rank == 0) {
+        CHECK(knit_dsm_free(p[0]) == KNIT_ERR_INVAL, "a double free was taken");
+        CHECK(strstr(knit_dsm_last_error(), "not the start"), "the error says %s", knit_dsm_last_error());
+        char *q = knit_dsm_alloc(100);
+        CHECK(q, "alloc");
+        CHECK(knit_dsm_free(q + 16) == KNIT_ERR_INVAL, "a free inside a block was taken");
+        OK(knit_dsm_free(q));
+        int x;
+        CHECK(knit_dsm_free(&x) == KNIT_ERR_INVAL, "a free outside the region was taken");
+        CHECK(knit_dsm_alloc(knit_dsm_size() + 1) == NULL, "an allocation larger than the region");
+        char *whole = knit_dsm_alloc(knit_dsm_size() / 2 + 4096);
+        CHECK(whole, "half the region: %s", knit_dsm_last_error());
+        CHECK(knit_dsm_alloc(knit_dsm_size() / 2) == NULL, "more than the region has");
+        OK(knit_dsm_free(whole));
+    }
+    OK(knit_dsm_barrier());
+    free(all);
+}
+
+static void big(size_t n)
+{
+    unsigned char *a = knit_dsm_base();
+    CHECK(n <= knit_dsm_size(), "the region is smaller than %zu", n);
+    for (int pass = 0; pass < 2; pass++) {
+        size_t from = pass ? n / 4 : 0, to = pass ? 3 * n / 4 : n;
+        if (rank == 0)
+            for (size_t i = from; i < to; i += 8)
+                *(uint64_t *)(a + i) = mix(i + (uint64_t)pass);
+        OK(knit_dsm_barrier());
+        for (size_t i = 0; i < n; i += 8) {
+            int p = i >= n / 4 && i < 3 * n / 4 ? pass : 0;
+            CHECK(*(uint64_t *)(a + i) == mix(i + (uint64_t)p), "pass %d offset %zu", pass, i);
+        }
+        OK(knit_dsm_barrier());
+    }
+}
+
+static void corrupt(void)
+{
+    char *a = knit_dsm_base();
+    if (rank == 0)
+        memset(a, 5, 3000);
+    knit_status_t st = knit_dsm_flush();
+    if (rank == 0) {
+        CHECK(st == KNIT_ERR_IO, "the flush returned %s", knit_strerror(st));
+        CHECK(strstr(knit_dsm_last_error(), "crc32c"), "the error says %s", knit_dsm_last_error());
+    }
+    OK(knit_barrier(world)); /* the node that found it counted it before rank 0 heard */
+    knit_dsm_stats_t s;
+    OK(knit_dsm_stats(&s));
+    uint64_t bad = s.bad_crc, sum = 0;
+    knit_op_t op = {.kind = KNIT_OP_SUM};
+    OK(knit_allreduce(world, &bad, &sum, 1, KNIT_UINT64, &op));
+    CHECK(sum >= 1, "no node counted a bad frame");
+}
+
+static void *killer(void *arg)
+{
+    (void)arg;
+    usleep(3000);
+    raise(SIGKILL);
+    return NULL;
+}
+
+static void die(void)
+{
+    size_t n = 48u << 20;
+    CHECK(knit_dsm_size() >= n, "the region is smaller than 48 MiB");
+    char *a = knit_dsm_base();
+    if (rank == 0) { /* for the test to look for what the job leaves */
+        printf("job %s\n", getenv("KNIT_JOBID") ? getenv("KNIT_JOBID") : "?");
+        fflush(stdout);
+    }
+    if (rank == 1) {
+        memset(a, 1, n);
+        pthread_t t;
+        pthread_create(&t, NULL, killer, NULL);
+    }
+    knit_dsm_barrier();
+    knit_dsm_barrier();
+    CHECK(0, "the job went on after rank 1 died");
+}
+
+static void errors(void)
+{
+    CHECK(knit_dsm_init(ctx, 0) == KNIT_ERR_STATE, "a second init");
+    CHECK(knit_dsm_unlock(3) == KNIT_ERR_STATE, "unlock of a lock not held");
+    OK(knit_dsm_lock(3));
+    CHECK(knit_dsm_lock(3) == KNIT_ERR_STATE, "lock of a lock held");
+    CHECK(strstr(knit_dsm_last_error(), "holds it already"), "the error says %s", knit_dsm_last_error());
+    OK(knit_dsm_unlock(3));
+    CHECK(knit_dsm_alloc(0) == NULL, "alloc of 0 bytes");
+    CHECK(knit_dsm_stats(NULL) == KNIT_ERR_INVAL, "stats(NULL)");
+    OK(knit_dsm_free(NULL));
+    OK(knit_dsm_barrier());
+}
+
+int main(int argc, char **argv)
+{
+    OK(knit_init(&argc, &argv, &ctx));
+    rank = knit_rank(ctx);
+    size = knit_size(ctx);
+    world = knit_comm_world(ctx);
+    const char *cs = argc > 1 ? argv[1] : "same";
+    size_t region = argc > 2 && strcmp(cs, "big") ? parse_size(argv[2]) : 0;
+    if (!strcmp(cs, "refused")) {
+        knit_status_t st = knit_dsm_init(ctx, 1 << 20);
+        CHECK(st == KNIT_ERR_NOT_SUPPORTED, "init returned %s", knit_strerror(st));
+        CHECK(*knit_dsm_last_error(), "no reason given");
+        CHECK(!knit_dsm_base(), "a base after a failed init");
+        if (rank == 0)
+            printf("%s\nok %s\n", knit_dsm_last_error(), cs);
+        OK(knit_finalize(ctx));
+        return 0;
+    }
+    if (!strcmp(cs, "conflict")) {
+        const char *at = getenv("KNIT_DSM_ADDR");
+        CHECK(at, "KNIT_DSM_ADDR is not set");
+        if (rank == 1)
+            CHECK(mmap((void *)(uintptr_t)strtoull(at, NULL, 0) + 8192, 4096, PROT_READ,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != MAP_FAILED,
+                  "rank 1 cannot map its obstacle");
+        knit_status_t st = knit_dsm_init(ctx, 1 << 20);
+        CHECK(st == KNIT_ERR_NOMEM, "init returned %s", knit_strerror(st));
+        CHECK(strstr(knit_dsm_last_error(), "rank 1 cannot map the region"), "the error says %s",
+              knit_dsm_last_error());
+        /* nothing is left half made: a region at another address works */
+        OK(knit_barrier(world));
+        if (rank == 0)
+            printf("%s\nok %s\n", knit_dsm_last_error(), cs);
+        OK(knit_finalize(ctx));
+        return 0;
+    }
+    OK(knit_dsm_init(ctx, region ? region : (64u << 20)));
+    void *b = knit_dsm_base();
+    uint64_t at = (uint64_t)(uintptr_t)b, *all = malloc((size_t)size * sizeof(uint64_t));
+    OK(knit_allgather(world, &at, all, 1, KNIT_UINT64));
+    for (int r = 0; r < size; r++)
+        CHECK(all[r] == at, "rank %d's region is at %#llx, mine at %p", r, (unsigned long long)all[r], b);
+    free(all);
+    if (!strcmp(cs, "same"))
+        same();
+    else if (!strcmp(cs, "counter"))
+        counter();
+    else if (!strcmp(cs, "prodcons"))
+        prodcons();
+    else if (!strcmp(cs, "stress"))
+        stress();
+    else if (!strcmp(cs, "alloc"))
+        alloc();
+    else if (!strcmp(cs, "big"))
+        big(argc > 2 ? parse_size(argv[2]) : (8u << 20));
+    else if (!strcmp(cs, "corrupt"))
+        corrupt();
+    else if (!strcmp(cs, "die"))
+        die();
+    else if (!strcmp(cs, "errors"))
+        errors();
+    else
+        CHECK(0, "unknown case %s", cs);
+    if (strcmp(cs, "corrupt"))
+        OK(knit_dsm_finalize(ctx));
+    OK(knit_barrier(world));
+    if (rank == 0)
+        printf("ok %s\n", cs);
+    OK(knit_finalize(ctx));
+    return 0;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The replicated region (include/knit/dsm.h, docs/dsm.md): race-free
+# programs give the same bytes on every node, concurrent writers of one
+# page, lock-protected counters and producer/consumer, random writes with
+# a verifying checksum, the region's allocator, a corrupted frame, an
+# address conflict, jobs without agents, a rank killed mid-release (see
+# tests/job/dsm_test.c).
+source "$(dirname "$0")/lib.sh"
+
+T=$JOBBIN/dsm_test
+[ -x "$T" ] || { echo "FAIL dsm.build: $T is missing"; exit 1; }
+
+# 1-4 emulated nodes, 1-3 ranks per node
+layouts="2:1 2:2 4:2 3:3 6:3 4:4 8:4"
+for c in same stress; do
+    for l in $layouts; do
+        run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 "$T" "$c"
+        expect_ok "dsm.$c.n${l%:*}.nodes${l#*:}" "$c"
+    done
+done
+for c in counter prodcons alloc errors; do
+    for l in 3:1 4:2 6:3 4:4; do
+        run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 "$T" "$c"
+        expect_ok "dsm.$c.n${l%:*}.nodes${l#*:}" "$c"
+    done
+done
+# 64 MiB rewritten by one rank (every page a fault, a twin, a diff), over
+# windows of 1 MiB in flight (the ring backs up, the release completes)
+run "$KNITRUN" -n 3 --nodes 3 --timeout 90 -x KNIT_DSM_WINDOW=1m "$T" big 64m
+expect_ok dsm.big.64m.window1m big
+# a region of 8 GiB: sparse, untouched pages cost nothing
+run "$KNITRUN" -n 2 --nodes 2 --timeout 60 -x KNIT_DSM_SIZE=8g "$T" stress
+expect_ok dsm.sparse.8g stress
+
+# KNIT_STATS: each node's faults, diffs, frames and bytes
+run "$KNITRUN" -n 4 --nodes 2 --timeout 60 -x KNIT_STATS=1 "$T" same
+if [ "$RC" -eq 0 ] && [ "$(grep -cE '^knit\[node [01]\] dsm: [1-9][0-9]* faults, [1-9][0-9]* pages diffed, .* frames out [1-9][0-9]* \([0-9]+ B\), in [1-9]' "$ERR")" = 2 ]; then
+    pass dsm.stats
+else
+    fail dsm.stats "status $RC: $(grep 'dsm:' "$ERR" | head -n 2 | tr '\n' '|')"
+fi
+
+# a frame whose bytes changed after its crc32c was made: refused, counted,
+# the release fails with KNIT_ERR_IO
+run "$KNITRUN" -n 2 --nodes 2 --timeout 60 -x KNIT_DSM_CORRUPT=1 "$T" corrupt
+if [ "$RC" -eq 0 ] && [ "$(tail -n 1 "$OUT")" = "ok corrupt" ] && grep -q "failed its crc32c check at node 1" "$ERR"; then
+    pass dsm.bad_crc_detected
+else
+    fail dsm.bad_crc_detected "status $RC: $(tail -n 3 "$ERR" | tr '\n' '|')"
+fi
+
+# something already at the region's address in one rank: everyone's init
+# fails, the error names the rank and what it has there
+run "$KNITRUN" -n 3 --nodes 2 --timeout 60 -x KNIT_DSM_ADDR=0x200000000000 "$T" conflict
+if [ "$RC" -eq 0 ] && grep -q "^rank 1 cannot map the region at \[0x200000000000, .*it has 200000002000-200000003000" "$OUT"; then
+    pass dsm.address_conflict
+else
+    fail dsm.address_conflict "status $RC: $(tail -n 2 "$OUT" | tr '\n' '|') $(tail -n 2 "$ERR" | tr '\n' '|')"
+fi
+run "$KNITRUN" -n 2 --nodes 2 --timeout 60 -x KNIT_DSM_ADDR=12345 "$T" errors
+if [ "$RC" -ne 0 ] && grep -q "KNIT_DSM_ADDR=12345 is not a page-aligned address" "$ERR"; then
+    pass dsm.bad_address
+else
+    fail dsm.bad_address "status $RC: $(tail -n 2 "$ERR" | tr '\n' '|')"
+fi
+
+# no agents; the other protocol (not built yet): refused, with the reason
+run "$KNITRUN" -n 2 --nodes 2 --no-offload --timeout 60 "$T" refused
+if [ "$RC" -eq 0 ] && grep -q "needs the node agents" "$OUT"; then
+    pass dsm.refused.no_agents
+else
+    fail dsm.refused.no_agents "status $RC: $(tail -n 2 "$OUT" | tr '\n' '|')"
+fi
+run "$KNITRUN" -n 2 --nodes 2 --timeout 60 -x KNIT_DSM_PROTOCOL=invalidate "$T" refused
+if [ "$RC" -eq 0 ] && grep -q "invalidate: not supported yet" "$OUT"; then
+    pass dsm.refused.invalidate
+else
+    fail dsm.refused.invalidate "status $RC: $(tail -n 2 "$OUT" | tr '\n' '|')"
+fi
+
+# a rank killed while it releases 48 MiB: the job ends with knitrun's
+# verdict, promptly, and leaves no file behind
+run "$KNITRUN" -n 4 --nodes 2 --timeout 60 "$T" die 128m
+job=$(sed -n 's/^job //p' "$OUT" | head -n 1)
+if [ "$RC" -eq 137 ] && [ "$(verdicts)" = "knitrun: rank 1 on node 0 killed by SIGKILL" ] && [ "$MS" -lt 30000 ] &&
+    [ -n "$job" ] && [ -z "$(shm_left "$job")" ]; then
+    pass dsm.rank_dies_mid_release
+else
+    fail dsm.rank_dies_mid_release "status $RC in $MS ms, job '$job' left '$(shm_left "$job")': $(verdicts | tr '\n' '|')"
+fi
+finish
