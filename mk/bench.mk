@@ -73,3 +73,16 @@ OSU_RMA_ARGS ?=
 .PHONY: bench-osu-rma
 bench-osu-rma: all
 	$(Q)python3 bench/osu_rma.py --build $(BUILD) $(OSU_RMA_ARGS)
+
+# The replicated region (bench/dsm.c, bench/dsm.py; docs/benchmarks.md):
+# release latency against knit's 4 KiB broadcast, update bandwidth against
+# knit's point-to-point, the protocols' access patterns.
+$(BUILD)/bench/dsm: $(BUILD)/obj/bench/dsm.o $(LIBKNIT_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIBKNIT_A) $(LIBS)
+ALL_TARGETS += $(BUILD)/bench/dsm
+bench-progs: $(BUILD)/bench/dsm
+DSM_ARGS ?=
+.PHONY: bench-dsm
+bench-dsm: all
+	$(Q)python3 bench/dsm.py --build $(BUILD) $(DSM_ARGS)

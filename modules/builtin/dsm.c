@@ -187,6 +187,14 @@ static void apply(state_t *s, uint64_t off, const char *src, uint64_t len)
     }
 }
 
+/* The frame after f in a message ending at end (the last one's padding
+ * may be missing: a message of one frame streamed from the replica). */
+static const char *frame_next(const kn_dsm_frame_t *f, const char *end)
+{
+    uint64_t step = sizeof(*f) + kn_dsm_pad8(f->len);
+    return (uint64_t)(end - (const char *)f) < step ? end : (const char *)f + step;
+}
+
 static uint32_t frame_crc(const kn_dsm_frame_t *f, const void *data)
 {
     uint32_t c = kn_crc32c(0, &f->off, sizeof(f->off) + sizeof(f->len));
@@ -299,6 +307,33 @@ static void pass_token(knit_mod_ctx_t *m, state_t *s)
     K->send(m, s->next, msg, sizeof(msg));
 }
 
+/* A run of at least this much goes as a message of its own, its data
+ * streamed by the daemon straight from the replica (send_hdr) rather
+ * than copied into the message first. */
+#define DIRECT_MIN (32u << 10)
+
+static void sent(knit_mod_ctx_t *m, state_t *s, const part_t *p, int32_t st, uint64_t nf, uint64_t data)
+{
+    ticket_t *k = ticket_of(s, p->ticket, 1);
+    if (st != KNIT_MOD_OK || !k) {
+        s->error = KNIT_MOD_ERR_IO;
+        snprintf(s->why, sizeof(s->why), "dsm: node %d could not send an update (%d)", s->self, st);
+        K->log(m, KNIT_MOD_LOG_ERROR, "%s", s->why);
+        return;
+    }
+    k->msgs++;
+    s->inflight += data;
+    atomic_fetch_add(&s->meta->c.frames_out, nf);
+    atomic_fetch_add(&s->meta->c.bytes_out, data);
+}
+
+static void frame_seal(state_t *s, kn_dsm_frame_t *f, const void *data)
+{
+    f->crc = frame_crc(f, data);
+    if (s->corrupt_every && ++s->nframes % s->corrupt_every == 0)
+        f->crc ^= 0x10; /* testing (KNIT_DSM_CORRUPT): as if a bit of the data had flipped on the way */
+}
+
 /* Build one update message from the parts and send it; 0 when there
  * was nothing (or no room in the window). */
 static int send_one(knit_mod_ctx_t *m, state_t *s)
@@ -309,40 +344,45 @@ static int send_one(knit_mod_ctx_t *m, state_t *s)
     kn_dsm_msg_t *h = (kn_dsm_msg_t *)s->buf;
     char *at = (char *)(h + 1);
     uint64_t data = 0, nf = 0;
-    while (p->at < p->nruns && data < s->frame && nf < 64) {
+    if (p->at < p->nruns && p->runs[p->at].len - p->done >= DIRECT_MIN) {
         const kn_dsm_run_t *r = &p->runs[p->at];
-        uint64_t n = r->len - p->done;
-        if (n > s->frame - data)
-            n = s->frame - data;
+        uint64_t n = r->len - p->done < s->frame ? r->len - p->done : s->frame;
         kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
         f->off = r->off + p->done;
         f->len = (uint32_t)n;
-        memcpy(f + 1, s->data + f->off, n);
-        f->crc = frame_crc(f, f + 1);
-        if (s->corrupt_every && ++s->nframes % s->corrupt_every == 0)
-            ((unsigned char *)(f + 1))[n / 2] ^= 0x10; /* testing (KNIT_DSM_CORRUPT) */
-        at += sizeof(*f) + kn_dsm_pad8(n);
-        data += n;
-        nf++;
+        frame_seal(s, f, s->data + f->off);
+        *h = (kn_dsm_msg_t){.type = KN_DSM_M_UPD, .origin = s->self, .ticket = p->ticket, .a = n,
+                            .bytes = sizeof(*f) + n};
+        sent(m, s, p, K->send_hdr(m, s->next, h, sizeof(*h) + sizeof(*f), s->data + f->off, n), 1, n);
         p->done += n;
         if (p->done == r->len) {
             p->at++;
             p->done = 0;
         }
-    }
-    if (nf) {
-        *h = (kn_dsm_msg_t){.type = KN_DSM_M_UPD, .origin = s->self, .ticket = p->ticket, .a = data,
-                            .bytes = (uint64_t)(at - (char *)(h + 1))};
-        int32_t st = K->send(m, s->next, s->buf, (uint64_t)(at - s->buf));
-        ticket_t *k = ticket_of(s, p->ticket, 1);
-        if (st != KNIT_MOD_OK || !k) {
-            s->error = KNIT_MOD_ERR_IO;
-            snprintf(s->why, sizeof(s->why), "dsm: node %d could not send an update (%d)", s->self, st);
-        } else {
-            k->msgs++;
-            s->inflight += data;
-            atomic_fetch_add(&s->meta->c.frames_out, nf);
-            atomic_fetch_add(&s->meta->c.bytes_out, data);
+    } else {
+        while (p->at < p->nruns && data < s->frame && nf < 64) {
+            const kn_dsm_run_t *r = &p->runs[p->at];
+            uint64_t n = r->len - p->done;
+            if (n > s->frame - data)
+                n = s->frame - data;
+            kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
+            f->off = r->off + p->done;
+            f->len = (uint32_t)n;
+            memcpy(f + 1, s->data + f->off, n);
+            frame_seal(s, f, f + 1);
+            at += sizeof(*f) + kn_dsm_pad8(n);
+            data += n;
+            nf++;
+            p->done += n;
+            if (p->done == r->len) {
+                p->at++;
+                p->done = 0;
+            }
+        }
+        if (nf) {
+            *h = (kn_dsm_msg_t){.type = KN_DSM_M_UPD, .origin = s->self, .ticket = p->ticket, .a = data,
+                                .bytes = (uint64_t)(at - (char *)(h + 1))};
+            sent(m, s, p, K->send(m, s->next, s->buf, (uint64_t)(at - s->buf)), nf, data);
         }
     }
     if (p->at == p->nruns) { /* this part is sent */
@@ -453,12 +493,12 @@ static void on_update(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, cons
             K->send(m, origin, &b, sizeof(b));
             return;
         }
-        p += sizeof(*f) + kn_dsm_pad8(f->len);
+        p = frame_next(f, end);
     }
     for (const char *p = at; p < end;) {
         const kn_dsm_frame_t *f = (const kn_dsm_frame_t *)p;
         apply(s, f->off, (const char *)(f + 1), f->len);
-        p += sizeof(*f) + kn_dsm_pad8(f->len);
+        p = frame_next(f, end);
     }
     atomic_fetch_add(&s->meta->c.frames_in, nf);
     atomic_fetch_add(&s->meta->c.bytes_in, h->a);

@@ -217,27 +217,62 @@ static void protect(const uint32_t *list, uint64_t n)
     }
 }
 
-/* Send runs[0..n) under ticket t: parts of KN_DSM_RUNS_MAX runs, the
- * last waits for the bound. */
-static knit_status_t hand_over(uint64_t t, uint64_t bound, uint64_t n)
+/* A release's runs go to the agent in parts while the diff goes on, so
+ * that the agent sends while the rank compares: KN_DSM_QF_MORE parts of
+ * what is diffed so far (complete once the agent copied them), then the
+ * last part with the bound, which completes once the release is around. */
+#define PART_BYTES (1u << 20)   /* a part once its runs hold this much */
+#define PARTS_MAX 64            /* parts of one release in flight */
+
+typedef struct parts {
+    knit_mreq_t *req[PARTS_MAX];
+    void *buf[PARTS_MAX];
+    int n;
+    knit_status_t st;
+} parts_t;
+
+static void parts_wait(parts_t *ps)
 {
-    size_t cap = sizeof(kn_dsm_q_t) + (size_t)(n < KN_DSM_RUNS_MAX ? n : KN_DSM_RUNS_MAX) * sizeof(kn_dsm_run_t);
-    char *buf = malloc(cap);
-    if (!buf)
-        return KNIT_ERR_NOMEM;
-    knit_status_t st = KNIT_OK;
-    uint64_t at = 0;
-    do {
+    for (int i = 0; i < ps->n; i++) {
+        knit_status_t st = knit_request_wait(&ps->req[i], NULL, 0, NULL);
+        if (ps->st == KNIT_OK)
+            ps->st = st;
+        free(ps->buf[i]);
+    }
+    ps->n = 0;
+}
+
+/* runs[0..n) as a part of ticket t (the last one: bound, waited for) */
+static void part_send(parts_t *ps, uint64_t t, uint64_t bound, uint64_t n, int last)
+{
+    for (uint64_t at = 0; ps->st == KNIT_OK && (at < n || (last && at == 0));) {
         uint64_t k = n - at < KN_DSM_RUNS_MAX ? n - at : KN_DSM_RUNS_MAX;
-        int last = at + k == n;
+        int end = last && at + k == n;
+        size_t len = sizeof(kn_dsm_q_t) + k * sizeof(kn_dsm_run_t);
+        char *buf = malloc(len);
+        if (!buf) {
+            ps->st = KNIT_ERR_NOMEM;
+            break;
+        }
         kn_dsm_q_t *q = (kn_dsm_q_t *)buf;
-        *q = (kn_dsm_q_t){.op = KN_DSM_Q_RELEASE, .flags = last ? 0 : KN_DSM_QF_MORE, .a = t, .b = bound, .nruns = k};
+        *q = (kn_dsm_q_t){.op = KN_DSM_Q_RELEASE, .flags = end ? 0 : KN_DSM_QF_MORE, .a = t, .b = bound, .nruns = k};
         memcpy(q + 1, kn_dsm.runs + at, k * sizeof(kn_dsm_run_t));
-        st = kn_dsm_ask(buf, sizeof(*q) + k * sizeof(kn_dsm_run_t), NULL, 0);
         at += k;
-    } while (st == KNIT_OK && at < n);
-    free(buf);
-    return st;
+        if (end) {
+            ps->st = kn_dsm_ask(buf, len, NULL, 0);
+            free(buf);
+            break;
+        }
+        if (ps->n == PARTS_MAX)
+            parts_wait(ps);
+        knit_status_t st = knit_module_request(kn_dsm.mod, buf, len, &ps->req[ps->n]);
+        if (st != KNIT_OK) {
+            free(buf);
+            ps->st = st;
+            break;
+        }
+        ps->buf[ps->n++] = buf;
+    }
 }
 
 knit_status_t kn_dsm_release(void)
@@ -262,15 +297,15 @@ knit_status_t kn_dsm_release(void)
         atomic_fetch_and(&kn_dsm.bits[list[i] / 64], ~(1ull << (list[i] % 64)));
     kn_dsm_counters_t *c = &kn_dsm.meta->c;
     uint64_t t = atomic_fetch_add(&kn_dsm.meta->ticket, 1) + 1;
-    uint64_t n = 0, bytes = 0;
-    int nomem = 0;
-    for (uint64_t i = 0; i < np; i++) {
+    uint64_t n = 0, bytes = 0, nruns = 0, part_from = 0;
+    parts_t ps = {.st = KNIT_OK};
+    for (uint64_t i = 0; i < np && ps.st == KNIT_OK; i++) {
         uint64_t p = list[i];
         kn_dsm_page_t *pg = &kn_dsm.pages[p];
         uint64_t first = n;
         kn_dsm_page_lock(pg);
-        if (!nomem && diff_page(p, &n, &bytes) < 0)
-            nomem = 1;
+        if (diff_page(p, &n, &bytes) < 0)
+            ps.st = KNIT_ERR_NOMEM;
         uint32_t refs = atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS;
         if (refs > 1) { /* others of the node still write it: the twin takes what goes out */
             uint64_t lo = p * KN_DSM_PAGE, hi = lo + KN_DSM_PAGE;
@@ -285,20 +320,30 @@ knit_status_t kn_dsm_release(void)
         if (refs)
             atomic_fetch_sub_explicit(pg, 1, memory_order_relaxed);
         kn_dsm_page_unlock(pg);
+        if (bytes - part_from >= PART_BYTES && i + 1 < np) {
+            part_send(&ps, t, 0, n, 0);
+            nruns += n;
+            n = 0;
+            part_from = bytes;
+        }
     }
-    uint64_t bound = atomic_load(&kn_dsm.meta->ticket);
-    atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->runs, n, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->released, bytes, memory_order_relaxed);
-    if (nomem) { /* the ticket still goes, so that the node's later releases are not held up */
+    if (ps.st != KNIT_OK) /* the ticket still goes, so that the node's later releases are not held up */
         n = 0;
-        hand_over(t, bound, 0);
-        kn_dsm_error("rank %d: no memory for a release's list of changes: its writes did not leave the node",
-                     knit_rank(kn_dsm.ctx));
-        return KNIT_ERR_NOMEM;
+    knit_status_t failed = ps.st;
+    ps.st = KNIT_OK;
+    part_send(&ps, t, atomic_load(&kn_dsm.meta->ticket), n, 1);
+    parts_wait(&ps);
+    nruns += n;
+    atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->runs, nruns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->released, bytes, memory_order_relaxed);
+    if (failed != KNIT_OK) {
+        kn_dsm_error("rank %d: a release's changes could not go to the agent (%s): its writes did not all leave "
+                     "the node",
+                     knit_rank(kn_dsm.ctx), knit_strerror(failed));
+        return failed;
     }
-    knit_status_t st = hand_over(t, bound, n);
-    if (st != KNIT_OK && !kn_dsm.err[0])
-        kn_dsm_error("a release failed: %s", knit_strerror(st));
-    return st;
+    if (ps.st != KNIT_OK && !kn_dsm.err[0])
+        kn_dsm_error("a release failed: %s", knit_strerror(ps.st));
+    return ps.st;
 }
