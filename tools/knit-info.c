@@ -133,6 +133,18 @@ static void show_node(void)
     show_size("module handler budget", "MODULE_BUDGET");
     show_size("idle daemon polls for", "AGENT_SPIN");
     printf("  %-34s %s (KNIT_STATS)\n", "traffic report at job end", kn_cfg.stats ? "yes" : "no");
+    printf("\nreplicated region (docs/dsm.md)\n");
+    char pr[32], at[64];
+    kn_config_format(kn_config_find("DSM_PROTOCOL"), &kn_cfg, pr, sizeof(pr));
+    kn_config_format(kn_config_find("DSM_ADDR"), &kn_cfg, at, sizeof(at));
+    printf("  %-34s %s (KNIT_DSM_PROTOCOL)%s\n", "protocol", pr,
+           kn_cfg.dsm_protocol ? ": home-based lazy release consistency (diffs to homes, invalidation at acquires)"
+                               : ": the write-update ring of the node agents");
+    show_size("region of knit_dsm_init(ctx, 0)", "DSM_SIZE");
+    printf("  %-34s %s (KNIT_DSM_ADDR)\n", "address in every rank", at);
+    show_size("update bytes in flight per node", "DSM_WINDOW");
+    show_size("data bytes per update message", "DSM_FRAME");
+    show_size("invalidate: pages homed in blocks of", "DSM_HOME_BLOCK");
     printf("\nknit-info -e lists every tunable\n");
 }
 

@@ -19,17 +19,26 @@
  *                      wrote before they unlocked is visible (an acquire)
  *   knit_dsm_barrier   flush, barrier of every rank, acquire
  *
- * Protocols (KNIT_DSM_PROTOCOL): update, the write-update ring of the
- * node agents (writes found by page protection, a twin and a diff at the
- * release; the diffs go around the ring of agents, every node applies
- * them in one order).  The region needs the node agents (knitrun without
- * --no-offload): knit_dsm_init fails with KNIT_ERR_NOT_SUPPORTED without.
+ * Protocols (KNIT_DSM_PROTOCOL), the same calls and guarantees:
+ *   update      the write-update ring of the node agents: writes found by
+ *               page protection (a twin, a diff at the release) go around
+ *               the ring, every node applies them in one order; reads
+ *               never fault.
+ *   invalidate  home-based lazy release consistency (SCASH, ArgoDSM): a
+ *               release sends the diffs to the pages' home nodes and
+ *               notes which pages it wrote; an acquire invalidates the
+ *               pages other nodes wrote since, and the next access to one
+ *               fetches it from its home.
+ * The region needs the node agents (knitrun without --no-offload):
+ * knit_dsm_init fails with KNIT_ERR_NOT_SUPPORTED without.
  *
  * The region's pages are write-protected between a release and the
- * rank's next write to them: hand its memory to calls that write it from
- * another process (a receive that a peer fills by cross-memory attach)
- * only after writing to the page yourself since the last release, or
- * receive elsewhere and copy.
+ * rank's next write to them (under invalidate, pages invalidated by an
+ * acquire are not even readable until touched): hand region memory to
+ * knit calls and to other processes only after touching it yourself
+ * since the last release or acquire (writing it, for a buffer knit or a
+ * peer writes), or go through a buffer of your own and copy.  Under
+ * invalidate, one thread of a process touches the region at a time.
  */
 #ifndef KNIT_DSM_H
 #define KNIT_DSM_H
@@ -84,6 +93,8 @@ typedef struct knit_dsm_stats {
     uint64_t frames_in;   /* update frames of other nodes applied here */
     uint64_t bytes_in;
     uint64_t bad_crc;     /* frames that failed their check here */
+    uint64_t fetches;     /* invalidate: pages fetched from their homes */
+    uint64_t invalidated; /* invalidate: pages invalidated at acquires */
 } knit_dsm_stats_t;
 knit_status_t knit_dsm_stats(knit_dsm_stats_t *out);
 

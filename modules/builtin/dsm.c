@@ -71,6 +71,7 @@ typedef struct lwait {
     int32_t node;
     uint64_t token;
     int64_t rank;
+    uint64_t pos;            /* invalidate: the rank's log position */
 } lwait_t;
 
 typedef struct lock {
@@ -97,6 +98,9 @@ typedef struct state {
     kn_dsm_page_t *pages;
     uint64_t size, data_len, twin_len, meta_len;
     uint64_t window, frame, corrupt_every, nframes;
+    int protocol;            /* 0 update (the ring), 1 invalidate (homes) */
+    uint64_t home_pages;
+    int32_t nranks;
     /* the ring */
     int have_token, wanting;
     uint32_t epoch;          /* this node's want epoch */
@@ -117,6 +121,12 @@ typedef struct state {
     uint64_t nfree, free_cap;
     blk_t *blk;              /* open addressing by offset */
     uint64_t blk_cap, nblk;
+    /* node 0, invalidate: the write notices, entry i at position log_first + i */
+    uint32_t *log_page;
+    int32_t *log_node;
+    uint64_t log_first, log_len, log_cap;
+    uint64_t *rank_pos;      /* [nranks]: each rank's position after its last acquire */
+    uint64_t *mark;          /* [npages / 64]: a delta's pages, while it is built */
 } state_t;
 
 static state_t *S(knit_mod_ctx_t *m)
@@ -158,7 +168,12 @@ static int32_t map_replica(knit_mod_ctx_t *m, state_t *s, const kn_dsm_init_t *i
     s->window = in->window;
     s->frame = in->frame;
     s->corrupt_every = in->corrupt_every;
-    s->buf = malloc(sizeof(kn_dsm_msg_t) + s->frame + 64 * (sizeof(kn_dsm_frame_t) + 8));
+    s->protocol = in->protocol == 1;
+    s->home_pages = in->home_pages ? in->home_pages : 1;
+    if (s->protocol && s->self == 0 && !(s->mark = calloc((npages + 63) / 64, sizeof(uint64_t))))
+        return KNIT_MOD_ERR_NOMEM;
+    s->buf = malloc(sizeof(kn_dsm_msg_t) + (s->frame > KN_DSM_PAGE ? s->frame : KN_DSM_PAGE) +
+                    64 * (sizeof(kn_dsm_frame_t) + 8));
     if (!s->buf)
         return KNIT_MOD_ERR_NOMEM;
     s->mapped = 1;
@@ -334,6 +349,24 @@ static void frame_seal(state_t *s, kn_dsm_frame_t *f, const void *data)
         f->crc ^= 0x10; /* testing (KNIT_DSM_CORRUPT): as if a bit of the data had flipped on the way */
 }
 
+/* The first part, once every run of it is sent, leaves the queue. */
+static void part_done(knit_mod_ctx_t *m, state_t *s, part_t *p)
+{
+    if (p->at < p->nruns)
+        return;
+    s->parts = p->next;
+    if (!s->parts)
+        s->parts_tail = NULL;
+    if (p->final) {
+        ticket_t *k = ticket_of(s, p->ticket, 1);
+        if (k) {
+            k->sent_all = 1;
+            ticket_check(m, s, k);
+        }
+    }
+    free(p);
+}
+
 /* Build one update message from the parts and send it; 0 when there
  * was nothing (or no room in the window). */
 static int send_one(knit_mod_ctx_t *m, state_t *s)
@@ -385,19 +418,57 @@ static int send_one(knit_mod_ctx_t *m, state_t *s)
             sent(m, s, p, K->send(m, s->next, s->buf, (uint64_t)(at - s->buf)), nf, data);
         }
     }
-    if (p->at == p->nruns) { /* this part is sent */
-        s->parts = p->next;
-        if (!s->parts)
-            s->parts_tail = NULL;
-        if (p->final) {
-            ticket_t *k = ticket_of(s, p->ticket, 1);
-            if (k) {
-                k->sent_all = 1;
-                ticket_check(m, s, k);
-            }
+    part_done(m, s, p);
+    return 1;
+}
+
+/* Invalidate: the next message of the first part, to the home of the
+ * pages it starts with (its frames: pieces of runs up to the end of a
+ * home's block of pages); pieces homed here are in place already. */
+static int send_one_home(knit_mod_ctx_t *m, state_t *s)
+{
+    part_t *p = s->parts;
+    if (!p || s->inflight >= s->window)
+        return 0;
+    kn_dsm_msg_t *h = (kn_dsm_msg_t *)s->buf;
+    char *at = (char *)(h + 1);
+    uint64_t data = 0, nf = 0;
+    int32_t home = -1;
+    while (p->at < p->nruns && data < s->frame && nf < 64) {
+        const kn_dsm_run_t *r = &p->runs[p->at];
+        uint64_t off = r->off + p->done, page = off / KN_DSM_PAGE;
+        uint64_t block_end = (page / s->home_pages + 1) * s->home_pages * KN_DSM_PAGE;
+        uint64_t n = r->off + r->len - off;
+        int32_t hn = kn_dsm_home(page, s->home_pages, s->nnodes);
+        if (n > block_end - off)
+            n = block_end - off;
+        if (hn != s->self) {
+            if (home >= 0 && hn != home)
+                break;
+            home = hn;
+            if (n > s->frame - data)
+                n = s->frame - data;
+            kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
+            f->off = off;
+            f->len = (uint32_t)n;
+            memcpy(f + 1, s->data + off, n);
+            frame_seal(s, f, f + 1);
+            at += sizeof(*f) + kn_dsm_pad8(n);
+            data += n;
+            nf++;
         }
-        free(p);
+        p->done += n;
+        if (p->done == r->len) {
+            p->at++;
+            p->done = 0;
+        }
     }
+    if (nf) {
+        *h = (kn_dsm_msg_t){.type = KN_DSM_M_HUPD, .origin = s->self, .ticket = p->ticket, .a = data,
+                            .bytes = (uint64_t)(at - (char *)(h + 1))};
+        sent(m, s, p, K->send(m, home, s->buf, (uint64_t)(at - s->buf)), nf, data);
+    }
+    part_done(m, s, p);
     return 1;
 }
 
@@ -414,6 +485,11 @@ static void pump(knit_mod_ctx_t *m, state_t *s)
             free(p);
         }
         s->parts_tail = NULL;
+        return;
+    }
+    if (s->protocol) { /* invalidate: to the homes, no ring, no token */
+        while (send_one_home(m, s))
+            ;
         return;
     }
     if (s->have_token)
@@ -502,7 +578,7 @@ static void on_update(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, cons
     }
     atomic_fetch_add(&s->meta->c.frames_in, nf);
     atomic_fetch_add(&s->meta->c.bytes_in, h->a);
-    if (s->next == origin) {
+    if (h->type == KN_DSM_M_HUPD || s->next == origin) {
         kn_dsm_msg_t a = {.type = KN_DSM_M_ACK, .origin = origin, .ticket = h->ticket, .a = h->a};
         K->send(m, origin, &a, sizeof(a));
     } else {
@@ -548,8 +624,91 @@ static lock_t *lock_of(state_t *s, uint64_t id, int make)
     return l;
 }
 
-static void grant(knit_mod_ctx_t *m, int32_t node, uint64_t token)
+/* ------------------------------------------------------------ node 0: write notices */
+
+static int log_add(state_t *s, int32_t node, const uint32_t *pages, uint64_t n)
 {
+    if (s->log_len + n > s->log_cap) {
+        uint64_t cap = s->log_cap ? s->log_cap : 1024;
+        while (cap < s->log_len + n)
+            cap *= 2;
+        uint32_t *lp = realloc(s->log_page, cap * sizeof(uint32_t));
+        if (lp)
+            s->log_page = lp;
+        int32_t *ln = lp ? realloc(s->log_node, cap * sizeof(int32_t)) : NULL;
+        if (ln)
+            s->log_node = ln;
+        if (!lp || !ln)
+            return -1;
+        s->log_cap = cap;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        s->log_page[s->log_len + i] = pages[i];
+        s->log_node[s->log_len + i] = node;
+    }
+    s->log_len += n;
+    return 0;
+}
+
+/* Drop the entries every rank has seen. */
+static void log_trim(state_t *s)
+{
+    uint64_t low = UINT64_MAX;
+    for (int32_t r = 0; r < s->nranks; r++)
+        if (s->rank_pos[r] < low)
+            low = s->rank_pos[r];
+    if (low <= s->log_first || (low - s->log_first) * 2 < s->log_len)
+        return;
+    uint64_t drop = low - s->log_first;
+    memmove(s->log_page, s->log_page + drop, (s->log_len - drop) * sizeof(uint32_t));
+    memmove(s->log_node, s->log_node + drop, (s->log_len - drop) * sizeof(int32_t));
+    s->log_len -= drop;
+    s->log_first = low;
+}
+
+/* Answer `token` at `node` with the pages other nodes wrote since pos
+ * (each once): the rank's acquire. */
+static void send_delta(knit_mod_ctx_t *m, state_t *s, int32_t node, int64_t rank, uint64_t pos, uint64_t token)
+{
+    uint64_t end = s->log_first + s->log_len;
+    if (pos < s->log_first)
+        pos = s->log_first; /* (cannot be: nothing is dropped before every rank saw it) */
+    if (pos > end)
+        pos = end;
+    uint64_t cap = end - pos;
+    char *msg = malloc(sizeof(kn_dsm_msg_t) + cap * sizeof(uint32_t));
+    if (!msg) {
+        kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = token, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_NOMEM};
+        K->send(m, node, &r, sizeof(r));
+        return;
+    }
+    uint32_t *out = (uint32_t *)(msg + sizeof(kn_dsm_msg_t));
+    uint64_t n = 0;
+    for (uint64_t i = pos - s->log_first; i < s->log_len; i++) {
+        uint32_t pg = s->log_page[i];
+        if (s->log_node[i] == node || (s->mark[pg / 64] & (1ull << (pg % 64))))
+            continue;
+        s->mark[pg / 64] |= 1ull << (pg % 64);
+        out[n++] = pg;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        s->mark[out[i] / 64] &= ~(1ull << (out[i] % 64));
+    *(kn_dsm_msg_t *)msg = (kn_dsm_msg_t){.type = KN_DSM_M_DELTA, .ticket = token, .a = end,
+                                          .bytes = n * sizeof(uint32_t)};
+    K->send(m, node, msg, sizeof(kn_dsm_msg_t) + n * sizeof(uint32_t));
+    free(msg);
+    if (rank >= 0 && rank < s->nranks) {
+        s->rank_pos[rank] = end;
+        log_trim(s);
+    }
+}
+
+static void grant(knit_mod_ctx_t *m, state_t *s, int32_t node, int64_t rank, uint64_t pos, uint64_t token)
+{
+    if (s->protocol) { /* the grant is the acquire's answer */
+        send_delta(m, s, node, rank, pos, token);
+        return;
+    }
     kn_dsm_msg_t g = {.type = KN_DSM_M_GRANT, .ticket = token};
     K->send(m, node, &g, sizeof(g));
 }
@@ -565,10 +724,10 @@ static void lock_req(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_m
     }
     if (l->holder < 0) {
         l->holder = (int64_t)h->b;
-        grant(m, node, h->ticket);
+        grant(m, s, node, (int64_t)h->b, h->c, h->ticket);
         return;
     }
-    *w = (lwait_t){.node = node, .token = h->ticket, .rank = (int64_t)h->b};
+    *w = (lwait_t){.node = node, .token = h->ticket, .rank = (int64_t)h->b, .pos = h->c};
     if (l->tail)
         l->tail->next = w;
     else
@@ -593,7 +752,7 @@ static void unlock_req(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h)
     if (!l->head)
         l->tail = NULL;
     l->holder = w->rank;
-    grant(m, w->node, w->token);
+    grant(m, s, w->node, w->rank, w->pos, w->token);
     free(w);
 }
 
@@ -758,6 +917,86 @@ static void mem_req(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_ms
     K->send(m, node, &r, sizeof(r));
 }
 
+/* ------------------------------------------------------------ invalidate: pages from their homes */
+
+/* At the home: the page as its replica has it now. */
+static void fetch_serve(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_msg_t *h)
+{
+    char msg[sizeof(kn_dsm_msg_t) + KN_DSM_PAGE];
+    kn_dsm_msg_t *r = (kn_dsm_msg_t *)msg;
+    uint64_t page = h->a;
+    if (page >= s->size / KN_DSM_PAGE) {
+        *r = (kn_dsm_msg_t){.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_RANGE};
+        K->send(m, from, r, sizeof(*r));
+        return;
+    }
+    kn_dsm_page_t *pg = &s->pages[page];
+    kn_dsm_page_lock(pg);
+    memcpy(r + 1, s->data + page * KN_DSM_PAGE, KN_DSM_PAGE);
+    kn_dsm_page_unlock(pg);
+    *r = (kn_dsm_msg_t){.type = KN_DSM_M_PAGE, .origin = s->self, .ticket = h->ticket, .a = page,
+                        .b = kn_crc32c(0, r + 1, KN_DSM_PAGE), .bytes = KN_DSM_PAGE};
+    if (s->corrupt_every && ++s->nframes % s->corrupt_every == 0)
+        r->b ^= 0x10; /* testing (KNIT_DSM_CORRUPT) */
+    K->send(m, from, msg, sizeof(msg));
+}
+
+/* Back from the home: into the replica, but for the bytes ranks of this
+ * node changed and have not released (where the page differs from its
+ * twin); the twin takes the home's bytes throughout, so that their
+ * diffs hold their own writes only. */
+static void fetch_got(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, uint64_t len)
+{
+    const unsigned char *src = (const unsigned char *)(h + 1);
+    if (len != sizeof(*h) + KN_DSM_PAGE || h->a >= s->size / KN_DSM_PAGE ||
+        kn_crc32c(0, src, KN_DSM_PAGE) != (uint32_t)h->b) {
+        atomic_fetch_add(&s->meta->c.bad_crc, 1);
+        char why[160];
+        snprintf(why, sizeof(why), "page %llu from node %d failed its crc32c check at node %d",
+                 (unsigned long long)h->a, h->origin, s->self);
+        K->log(m, KNIT_MOD_LOG_ERROR, "dsm: %s", why);
+        K->complete(m, h->ticket, KNIT_MOD_ERR_IO, why, strlen(why) + 1);
+        return;
+    }
+    kn_dsm_page_t *pg = &s->pages[h->a];
+    unsigned char *d = (unsigned char *)s->data + h->a * KN_DSM_PAGE;
+    unsigned char *t = (unsigned char *)s->twin + h->a * KN_DSM_PAGE;
+    kn_dsm_page_lock(pg);
+    if (atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) {
+        for (unsigned i = 0; i < KN_DSM_PAGE; i++) {
+            if (d[i] == t[i])
+                d[i] = src[i];
+            t[i] = src[i];
+        }
+    } else {
+        memcpy(d, src, KN_DSM_PAGE);
+    }
+    kn_dsm_page_unlock(pg);
+    atomic_fetch_add(&s->meta->c.frames_in, 1);
+    atomic_fetch_add(&s->meta->c.bytes_in, KN_DSM_PAGE);
+    K->complete(m, h->ticket, KNIT_MOD_OK, NULL, 0);
+}
+
+/* The answer to an acquire, to the rank that asked. */
+static void delta_got(knit_mod_ctx_t *m, const kn_dsm_msg_t *h, uint64_t len)
+{
+    if (len != sizeof(*h) + h->bytes || h->bytes % sizeof(uint32_t)) {
+        K->complete(m, h->ticket, KNIT_MOD_ERR_IO, NULL, 0);
+        return;
+    }
+    uint64_t n = h->bytes / sizeof(uint32_t);
+    kn_dsm_delta_t *d = malloc(sizeof(*d) + h->bytes);
+    if (!d) {
+        K->complete(m, h->ticket, KNIT_MOD_ERR_NOMEM, NULL, 0);
+        return;
+    }
+    d->pos = h->a;
+    d->npages = n;
+    memcpy(d + 1, h + 1, h->bytes);
+    K->complete(m, h->ticket, KNIT_MOD_OK, d, sizeof(*d) + h->bytes);
+    free(d);
+}
+
 /* ------------------------------------------------------------ handlers */
 
 static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const void *args)
@@ -787,7 +1026,42 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
     case KN_DSM_Q_LOCK:
         h.type = KN_DSM_M_LOCK;
         h.b = (uint64_t)req->rank;
+        h.c = q->b; /* invalidate: the rank's log position */
         break;
+    case KN_DSM_Q_ACQUIRE:
+        h.type = KN_DSM_M_ACQ;
+        h.b = (uint64_t)req->rank;
+        break;
+    case KN_DSM_Q_FETCH: {
+        int32_t home = q->a < s->size / KN_DSM_PAGE ? kn_dsm_home(q->a, s->home_pages, s->nnodes) : -1;
+        if (home < 0 || home == s->self) { /* the home's pages are never invalid */
+            K->complete(m, req->token, home < 0 ? KNIT_MOD_ERR_RANGE : KNIT_MOD_OK, NULL, 0);
+            return;
+        }
+        h.type = KN_DSM_M_FETCH;
+        if (K->send(m, home, &h, sizeof(h)) != KNIT_MOD_OK)
+            K->complete(m, req->token, KNIT_MOD_ERR_IO, NULL, 0);
+        return;
+    }
+    case KN_DSM_Q_NOTICE: {
+        if (req->len != sizeof(*q) + q->nruns * sizeof(uint32_t)) {
+            K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
+            return;
+        }
+        char *msg = malloc(sizeof(h) + q->nruns * sizeof(uint32_t));
+        if (!msg) {
+            K->complete(m, req->token, KNIT_MOD_ERR_NOMEM, NULL, 0);
+            return;
+        }
+        h.type = KN_DSM_M_NOTE;
+        h.bytes = q->nruns * sizeof(uint32_t);
+        memcpy(msg, &h, sizeof(h));
+        memcpy(msg + sizeof(h), q + 1, h.bytes);
+        if (K->send(m, 0, msg, sizeof(h) + h.bytes) != KNIT_MOD_OK)
+            K->complete(m, req->token, KNIT_MOD_ERR_IO, NULL, 0);
+        free(msg);
+        return;
+    }
     case KN_DSM_Q_UNLOCK:
         h.type = KN_DSM_M_UNLOCK;
         h.b = (uint64_t)req->rank;
@@ -817,6 +1091,7 @@ static void dsm_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64
         return;
     switch (h->type) {
     case KN_DSM_M_UPD:
+    case KN_DSM_M_HUPD:
         if (s->mapped)
             on_update(m, s, h, msg, len);
         return;
@@ -869,6 +1144,37 @@ static void dsm_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64
     case KN_DSM_M_GRANT:
         K->complete(m, h->ticket, KNIT_MOD_OK, NULL, 0);
         return;
+    case KN_DSM_M_NOTE:
+        if (s->self == 0 && s->mark) {
+            kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket};
+            uint64_t n = h->bytes / sizeof(uint32_t);
+            const uint32_t *pg = (const uint32_t *)(h + 1);
+            int32_t st = len == sizeof(*h) + h->bytes ? KNIT_MOD_OK : KNIT_MOD_ERR_INVAL;
+            for (uint64_t i = 0; st == KNIT_MOD_OK && i < n; i++)
+                if (pg[i] >= s->size / KN_DSM_PAGE)
+                    st = KNIT_MOD_ERR_RANGE;
+            if (st == KNIT_MOD_OK && log_add(s, from, pg, n) < 0)
+                st = KNIT_MOD_ERR_NOMEM;
+            r.a = s->log_first + s->log_len;
+            r.b = (uint64_t)(int64_t)st;
+            K->send(m, from, &r, sizeof(r));
+        }
+        return;
+    case KN_DSM_M_ACQ:
+        if (s->self == 0 && s->mark)
+            send_delta(m, s, from, (int64_t)h->b, h->a, h->ticket);
+        return;
+    case KN_DSM_M_DELTA:
+        delta_got(m, h, len);
+        return;
+    case KN_DSM_M_FETCH:
+        if (s->mapped)
+            fetch_serve(m, s, from, h);
+        return;
+    case KN_DSM_M_PAGE:
+        if (s->mapped)
+            fetch_got(m, s, h, len);
+        return;
     case KN_DSM_M_REPLY: {
         int32_t st = (int32_t)(int64_t)h->b;
         K->complete(m, h->ticket, st, st == KNIT_MOD_OK ? &h->a : NULL, st == KNIT_MOD_OK ? sizeof(h->a) : 0);
@@ -895,6 +1201,13 @@ static int32_t dsm_init(knit_mod_ctx_t *m, const knit_mod_services_t *svc)
     }
     s->self = g->self;
     s->nnodes = g->nnodes;
+    s->nranks = g->nranks;
+    if (!(s->rank_pos = calloc((size_t)g->nranks, sizeof(uint64_t)))) {
+        free(s->served);
+        free(s->want);
+        free(s);
+        return KNIT_MOD_ERR_NOMEM;
+    }
     s->next = (g->self + 1) % g->nnodes;
     s->have_token = g->self == 0;
     K->set_state(m, s);
@@ -938,6 +1251,10 @@ static void dsm_fini(knit_mod_ctx_t *m)
     free(s->blk);
     free(s->served);
     free(s->want);
+    free(s->log_page);
+    free(s->log_node);
+    free(s->rank_pos);
+    free(s->mark);
     free(s);
     K->set_state(m, NULL);
 }

@@ -25,7 +25,14 @@ typedef struct kn_dsm {
     size_t size;
     uint64_t npages;
     int nnodes;
+    int node;
     int protect;                 /* writes are tracked (more than one node) */
+    int invalidate;              /* KNIT_DSM_PROTOCOL=invalidate */
+    uint64_t home_pages;         /* invalidate: page p's home is node (p / home_pages) % nnodes */
+    _Atomic uint64_t *inval;     /* invalidate: [npages / 64] pages this process must fetch first */
+    uint64_t pos;                /* invalidate: the write notices seen (node 0's log position) */
+    kn_dsm_delta_t *delta;       /* an acquire's answer */
+    size_t delta_cap;
     char *twin;
     kn_dsm_meta_t *meta;
     kn_dsm_page_t *pages;
@@ -55,6 +62,8 @@ void kn_dsm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int kn_dsm_track_start(void);   /* 0, or -1 (kn_dsm.err says why) */
 void kn_dsm_track_stop(void);
 knit_status_t kn_dsm_release(void);   /* under kn_dsm.call */
+/* invalidate: the pages of an acquire's answer lose their access */
+void kn_dsm_invalidate(const kn_dsm_delta_t *d);
 
 /* One request to the node's agent and its answer (under kn_dsm.call). */
 knit_status_t kn_dsm_ask(const void *args, size_t len, void *result, size_t cap);

@@ -22,7 +22,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define KN_DSM_VERSION 1
+#define KN_DSM_VERSION 2
 #define KN_DSM_PAGE 4096u
 #define KN_DSM_MAGIC 0x6b6e6974647330ull   /* "knitds0" */
 #define KN_DSM_NAME_MAX 96
@@ -45,6 +45,8 @@ typedef struct kn_dsm_counters {
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bad_crc;     /* frames that failed their check here */
     _Atomic uint64_t releases;    /* releases that went to the agent */
+    _Atomic uint64_t fetches;     /* invalidate: pages fetched from their homes */
+    _Atomic uint64_t invalidated; /* invalidate: pages a rank of the node invalidated at an acquire */
 } kn_dsm_counters_t;
 
 typedef struct kn_dsm_meta {
@@ -77,6 +79,10 @@ enum kn_dsm_op {
     KN_DSM_Q_UNLOCK,     /* a = lock id */
     KN_DSM_Q_ALLOC,      /* a = bytes, b = alignment: result a uint64_t offset */
     KN_DSM_Q_FREE,       /* a = offset: result the block's bytes */
+    /* invalidate protocol */
+    KN_DSM_Q_NOTICE,     /* nruns uint32_t page numbers follow: written since the last release */
+    KN_DSM_Q_ACQUIRE,    /* a = the rank's log position: result kn_dsm_delta_t */
+    KN_DSM_Q_FETCH,      /* a = a page: its home's copy into the node's replica */
 };
 #define KN_DSM_QF_MORE 1u    /* RELEASE: more runs of this ticket follow in another request */
 
@@ -94,7 +100,9 @@ typedef struct kn_dsm_init {
     uint64_t size;
     uint64_t window;        /* update bytes of this node in flight, at most */
     uint64_t frame;         /* data bytes of one update message, at most */
-    uint64_t corrupt_every; /* testing: flip a bit in every Nth frame sent (0: never) */
+    uint64_t corrupt_every; /* testing: spoil the crc of every Nth frame sent (0: never) */
+    uint64_t protocol;      /* 0 update, 1 invalidate */
+    uint64_t home_pages;    /* invalidate: page p's home is node (p / home_pages) % nnodes */
     char data[KN_DSM_NAME_MAX], twin[KN_DSM_NAME_MAX], meta[KN_DSM_NAME_MAX];
 } kn_dsm_init_t;
 
@@ -115,15 +123,36 @@ enum kn_dsm_msg_type {
     KN_DSM_M_ALLOC,      /* to node 0: a = bytes, b = alignment, ticket = token */
     KN_DSM_M_FREE,       /* to node 0: a = offset, ticket = token */
     KN_DSM_M_REPLY,      /* from node 0: ticket = token, a = result, b = status */
+    /* invalidate protocol */
+    KN_DSM_M_HUPD,       /* an update to the pages' home (frames as UPD); it answers ACK */
+    KN_DSM_M_NOTE,       /* to node 0: `bytes` / 4 page numbers follow, ticket = token */
+    KN_DSM_M_ACQ,        /* to node 0: a = log position, b = rank, ticket = token */
+    KN_DSM_M_DELTA,      /* from node 0 (to ACQ, or a GRANT under invalidate): a = new
+                          * position, `bytes` / 4 page numbers follow, ticket = token */
+    KN_DSM_M_FETCH,      /* to a home: a = page, ticket = token */
+    KN_DSM_M_PAGE,       /* from the home: a = page, b = crc32c, KN_DSM_PAGE bytes follow */
 };
 
 typedef struct kn_dsm_msg {
     uint32_t type;
     int32_t origin;
     uint64_t ticket;
-    uint64_t a, b;
+    uint64_t a, b, c;       /* c: LOCK under invalidate, the rank's log position */
     uint64_t bytes;
 } kn_dsm_msg_t;
+
+/* The answer to ACQUIRE (and to LOCK under invalidate): the pages other
+ * nodes wrote since the rank's position, and its new position. */
+typedef struct kn_dsm_delta {
+    uint64_t pos;
+    uint64_t npages;
+    /* then npages uint32_t */
+} kn_dsm_delta_t;
+
+static inline int32_t kn_dsm_home(uint64_t page, uint64_t home_pages, int32_t nnodes)
+{
+    return (int32_t)((page / home_pages) % (uint64_t)nnodes);
+}
 
 typedef struct kn_dsm_frame {
     uint64_t off;

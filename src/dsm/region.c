@@ -147,7 +147,8 @@ static knit_status_t make_files(void)
         kn_dsm_init_t in;
     } a = {.q = {.op = KN_DSM_Q_INIT},
            .in = {.size = kn_dsm.size, .window = kn_cfg.dsm_window, .frame = kn_cfg.dsm_frame,
-                  .corrupt_every = kn_cfg.dsm_corrupt > 0 ? (uint64_t)kn_cfg.dsm_corrupt : 0}};
+                  .corrupt_every = kn_cfg.dsm_corrupt > 0 ? (uint64_t)kn_cfg.dsm_corrupt : 0,
+                  .protocol = (uint64_t)kn_dsm.invalidate, .home_pages = kn_dsm.home_pages}};
     memcpy(a.in.data, kn_dsm.name[0], KN_DSM_NAME_MAX);
     memcpy(a.in.twin, kn_dsm.name[1], KN_DSM_NAME_MAX);
     memcpy(a.in.meta, kn_dsm.name[2], KN_DSM_NAME_MAX);
@@ -263,9 +264,9 @@ static knit_status_t place(knit_comm_t *world)
 static knit_status_t init(knit_ctx_t *ctx, size_t size)
 {
     knit_comm_t *world = knit_comm_world(ctx);
-    if (kn_cfg.dsm_protocol != 0) {
-        kn_dsm_error("KNIT_DSM_PROTOCOL=invalidate: not supported yet (update is)");
-        return KNIT_ERR_NOT_SUPPORTED;
+    if (!kn_cfg.dsm_home_block || kn_cfg.dsm_home_block % KN_DSM_PAGE) {
+        kn_dsm_error("KNIT_DSM_HOME_BLOCK=%llu is not a multiple of 4096", (unsigned long long)kn_cfg.dsm_home_block);
+        return KNIT_ERR_INVAL;
     }
     if (!size || size % KN_DSM_PAGE || size > (1ull << 46)) {
         kn_dsm_error("a region of %zu bytes: the size must be a multiple of 4096, at most 64 TiB", size);
@@ -275,7 +276,11 @@ static knit_status_t init(knit_ctx_t *ctx, size_t size)
     kn_dsm.size = size;
     kn_dsm.npages = size / KN_DSM_PAGE;
     kn_dsm.nnodes = knit_nnodes(ctx);
+    kn_dsm.node = knit_node(ctx);
     kn_dsm.protect = kn_dsm.nnodes > 1;
+    kn_dsm.invalidate = kn_cfg.dsm_protocol == 1;
+    kn_dsm.home_pages = kn_cfg.dsm_home_block / KN_DSM_PAGE;
+    kn_dsm.pos = 0;
     kn_dsm.meta_len = kn_dsm_meta_bytes(kn_dsm.npages);
     knit_status_t st = kn_off_load_builtin(ctx, "dsm", kn_builtin_dsm, kn_builtin_dsm_len, &kn_dsm.mod);
     if (st != KNIT_OK) {
@@ -395,7 +400,8 @@ knit_status_t knit_dsm_stats(knit_dsm_stats_t *out)
         .released = atomic_load(&c->released), .releases = atomic_load(&c->releases),
         .frames_out = atomic_load(&c->frames_out), .bytes_out = atomic_load(&c->bytes_out),
         .frames_in = atomic_load(&c->frames_in), .bytes_in = atomic_load(&c->bytes_in),
-        .bad_crc = atomic_load(&c->bad_crc),
+        .bad_crc = atomic_load(&c->bad_crc), .fetches = atomic_load(&c->fetches),
+        .invalidated = atomic_load(&c->invalidated),
     };
     return KNIT_OK;
 }

@@ -6,6 +6,7 @@
  * a thread waiting for a lock holds up the process's other DSM calls
  * until the grant.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "dsm/dsm_int.h"
@@ -26,12 +27,32 @@ knit_status_t knit_dsm_flush(void)
     return st;
 }
 
+/* invalidate: ask (a request whose answer is a kn_dsm_delta_t) and
+ * invalidate what it names.  Under kn_dsm.call. */
+static knit_status_t acquire(const kn_dsm_q_t *q)
+{
+    size_t cap = sizeof(kn_dsm_delta_t) + kn_dsm.npages * sizeof(uint32_t);
+    if (!kn_dsm.delta && !(kn_dsm.delta = malloc(cap)))
+        return KNIT_ERR_NOMEM;
+    knit_status_t st = kn_dsm_ask(q, sizeof(*q), kn_dsm.delta, cap);
+    if (st == KNIT_OK)
+        kn_dsm_invalidate(kn_dsm.delta);
+    return st;
+}
+
 knit_status_t knit_dsm_barrier(void)
 {
     knit_status_t st = knit_dsm_flush();
-    /* every rank's release is complete once every rank is here: the
-     * update protocol's acquire has nothing left to do */
+    /* every rank's release is complete once every rank is here: under
+     * update the acquire has nothing left to do, under invalidate it
+     * learns what the others wrote */
     knit_status_t st2 = kn_dsm.base ? knit_barrier(knit_comm_world(kn_dsm.ctx)) : KNIT_ERR_STATE;
+    if (st2 == KNIT_OK && kn_dsm.invalidate && kn_dsm.protect) {
+        pthread_mutex_lock(&kn_dsm.call);
+        kn_dsm_q_t q = {.op = KN_DSM_Q_ACQUIRE, .a = kn_dsm.pos};
+        st2 = acquire(&q);
+        pthread_mutex_unlock(&kn_dsm.call);
+    }
     return st != KNIT_OK ? st : st2;
 }
 
@@ -56,6 +77,15 @@ knit_status_t knit_dsm_lock(uint64_t id)
         kn_dsm_error("lock %llu: this process holds %d locks, the most it may", (unsigned long long)id,
                      KN_DSM_HELD_MAX);
         st = KNIT_ERR_AGAIN;
+    } else if (kn_dsm.invalidate && kn_dsm.protect) {
+        /* what this process wrote goes home first, so that the pages the
+         * grant invalidates hold nothing of it */
+        st = kn_dsm_release();
+        kn_dsm_q_t q = {.op = KN_DSM_Q_LOCK, .a = id, .b = kn_dsm.pos};
+        if (st == KNIT_OK)
+            st = acquire(&q);
+        if (st == KNIT_OK)
+            kn_dsm.held[kn_dsm.nheld++] = id;
     } else {
         kn_dsm_q_t q = {.op = KN_DSM_Q_LOCK, .a = id};
         st = kn_dsm_ask(&q, sizeof(q), NULL, 0);

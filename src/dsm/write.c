@@ -29,8 +29,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "dsm/dsm_int.h"
+#include "offload/offload.h"
 #include "util/log.h"
 
 /* ------------------------------------------------------------ the fault */
@@ -68,10 +70,29 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     uint64_t p = (uint64_t)(a - base) / KN_DSM_PAGE;
     uint64_t bit = 1ull << (p % 64);
+    if (kn_dsm.inval && (atomic_load(&kn_dsm.inval[p / 64]) & bit)) {
+        /* invalidate: another node wrote the page since; its home has it */
+        kn_dsm_q_t q = {.op = KN_DSM_Q_FETCH, .a = p};
+        knit_status_t st = kn_off_request_quiet(kn_dsm.mod, &q, sizeof(q));
+        if (st != KNIT_OK) {
+            static const char msg[] = "knit: dsm: a page of the region could not be fetched from its home node "
+                                      "(knit_dsm_last_error has no caller here): the process stops\n";
+            if (write(2, msg, sizeof(msg) - 1) < 0)
+                abort();
+            abort();
+        }
+        atomic_fetch_and(&kn_dsm.inval[p / 64], ~bit);
+        atomic_fetch_add_explicit(&kn_dsm.meta->c.fetches, 1, memory_order_relaxed);
+        mprotect(base + p * KN_DSM_PAGE, KN_DSM_PAGE, PROT_READ); /* a write faults once more, below */
+        errno = saved;
+        return;
+    }
     if (!(atomic_fetch_or(&kn_dsm.bits[p / 64], bit) & bit)) {
         kn_dsm_page_t *pg = &kn_dsm.pages[p];
         kn_dsm_page_lock(pg);
-        if (!(atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS))
+        /* (under invalidate a page homed here is never diffed: no twin) */
+        if (!(atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) &&
+            !(kn_dsm.invalidate && kn_dsm_home(p, kn_dsm.home_pages, kn_dsm.nnodes) == kn_dsm.node))
             memcpy(kn_dsm.twin + p * KN_DSM_PAGE, base + p * KN_DSM_PAGE, KN_DSM_PAGE);
         atomic_fetch_add_explicit(pg, 1, memory_order_relaxed);
         kn_dsm_page_unlock(pg);
@@ -97,8 +118,9 @@ int kn_dsm_track_start(void)
     kn_dsm.bits = map_anon(kn_dsm.bits_len);
     kn_dsm.dirty = map_anon(kn_dsm.list_len);
     kn_dsm.work = map_anon(kn_dsm.list_len);
+    kn_dsm.inval = kn_dsm.invalidate ? map_anon(kn_dsm.bits_len) : NULL;
     kn_dsm.ndirty = 0;
-    if (!kn_dsm.bits || !kn_dsm.dirty || !kn_dsm.work) {
+    if (!kn_dsm.bits || !kn_dsm.dirty || !kn_dsm.work || (kn_dsm.invalidate && !kn_dsm.inval)) {
         kn_dsm_error("rank %d: no memory for the region's page lists", knit_rank(kn_dsm.ctx));
         kn_dsm_track_stop();
         return -1;
@@ -127,6 +149,12 @@ void kn_dsm_track_stop(void)
         munmap(kn_dsm.dirty, kn_dsm.list_len);
     if (kn_dsm.work)
         munmap(kn_dsm.work, kn_dsm.list_len);
+    if (kn_dsm.inval)
+        munmap(kn_dsm.inval, kn_dsm.bits_len);
+    kn_dsm.inval = NULL;
+    free(kn_dsm.delta);
+    kn_dsm.delta = NULL;
+    kn_dsm.delta_cap = 0;
     kn_dsm.bits = NULL;
     kn_dsm.dirty = kn_dsm.work = NULL;
     free(kn_dsm.runs);
@@ -275,6 +303,49 @@ static void part_send(parts_t *ps, uint64_t t, uint64_t bound, uint64_t n, int l
     }
 }
 
+/* invalidate: the pages this release wrote go into node 0's log of
+ * write notices (once their diffs are at their homes). */
+static knit_status_t notice(const uint32_t *list, uint64_t n)
+{
+    size_t len = sizeof(kn_dsm_q_t) + n * sizeof(uint32_t);
+    kn_dsm_q_t *q = malloc(len);
+    if (!q)
+        return KNIT_ERR_NOMEM;
+    *q = (kn_dsm_q_t){.op = KN_DSM_Q_NOTICE, .nruns = n};
+    memcpy(q + 1, list, n * sizeof(uint32_t));
+    uint64_t pos = 0;
+    knit_status_t st = kn_dsm_ask(q, len, &pos, sizeof(pos));
+    free(q);
+    return st;
+}
+
+void kn_dsm_invalidate(const kn_dsm_delta_t *d)
+{
+    uint32_t *pages = (uint32_t *)(uintptr_t)(d + 1);
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < d->npages; i++) {
+        uint32_t p = pages[i];
+        /* a page homed here is always current; one this process wrote
+         * since its release keeps what it wrote (none: acquires release first) */
+        if (p >= kn_dsm.npages || kn_dsm_home(p, kn_dsm.home_pages, kn_dsm.nnodes) == kn_dsm.node ||
+            (atomic_load(&kn_dsm.bits[p / 64]) & (1ull << (p % 64))))
+            continue;
+        pages[n++] = p;
+    }
+    qsort(pages, n, sizeof(uint32_t), cmp_u32);
+    for (uint64_t i = 0; i < n; i++)
+        atomic_fetch_or(&kn_dsm.inval[pages[i] / 64], 1ull << (pages[i] % 64));
+    for (uint64_t i = 0; i < n;) {
+        uint64_t j = i + 1;
+        while (j < n && pages[j] == pages[j - 1] + 1)
+            j++;
+        mprotect(kn_dsm.base + (uint64_t)pages[i] * KN_DSM_PAGE, (j - i) * KN_DSM_PAGE, PROT_NONE);
+        i = j;
+    }
+    atomic_fetch_add_explicit(&kn_dsm.meta->c.invalidated, n, memory_order_relaxed);
+    kn_dsm.pos = d->pos;
+}
+
 knit_status_t kn_dsm_release(void)
 {
     if (!kn_dsm.protect) { /* one node: the only replica is everyone's */
@@ -304,10 +375,11 @@ knit_status_t kn_dsm_release(void)
         kn_dsm_page_t *pg = &kn_dsm.pages[p];
         uint64_t first = n;
         kn_dsm_page_lock(pg);
-        if (diff_page(p, &n, &bytes) < 0)
+        int home_here = kn_dsm.invalidate && kn_dsm_home(p, kn_dsm.home_pages, kn_dsm.nnodes) == kn_dsm.node;
+        if (!home_here && diff_page(p, &n, &bytes) < 0) /* (a page homed here is in place) */
             ps.st = KNIT_ERR_NOMEM;
         uint32_t refs = atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS;
-        if (refs > 1) { /* others of the node still write it: the twin takes what goes out */
+        if (refs > 1 && !home_here) { /* others of the node still write it: the twin takes what goes out */
             uint64_t lo = p * KN_DSM_PAGE, hi = lo + KN_DSM_PAGE;
             for (uint64_t r = first ? first - 1 : 0; r < n; r++) {
                 uint64_t a = kn_dsm.runs[r].off, b = a + kn_dsm.runs[r].len;
@@ -343,6 +415,8 @@ knit_status_t kn_dsm_release(void)
                      knit_rank(kn_dsm.ctx), knit_strerror(failed));
         return failed;
     }
+    if (ps.st == KNIT_OK && kn_dsm.invalidate) /* the diffs are home: now others may learn of them */
+        ps.st = notice(list, np);
     if (ps.st != KNIT_OK && !kn_dsm.err[0])
         kn_dsm_error("a release failed: %s", knit_strerror(ps.st));
     return ps.st;

@@ -841,6 +841,45 @@ knit_status_t knit_module_request(knit_module_t *m, const void *args, size_t len
     return KNIT_OK;
 }
 
+/* For a fault handler (the replicated region's, src/dsm/write.c): one
+ * request of at most KN_OFF_INLINE bytes whose answer carries at most as
+ * many, made and waited for without allocating memory and without moving
+ * anything else on (the code the signal interrupted may be inside knit's
+ * point-to-point engine).  One per thread at a time. */
+knit_status_t kn_off_request_quiet(knit_module_t *m, const void *args, size_t len)
+{
+    static __thread knit_mreq_t r;
+    if (!m || len > KN_OFF_INLINE || (len && !args) || m->where == KNIT_MODULE_HOST)
+        return KNIT_ERR_INVAL;
+    if (C.agent_dead)
+        return KNIT_ERR_PEER;
+    memset(&r, 0, sizeof(r));
+    r.mod = m;
+    r.kind = OP_REQ;
+    if (op_register(&r) < 0)
+        return KNIT_ERR_AGAIN;
+    kn_off_sqe_t q = {.op = KN_SQ_REQUEST, .id = r.id, .mod = m->id, .len = len, .inl = (uint32_t)len};
+    if (len)
+        memcpy(q.data, args, len);
+    knit_status_t st = submit(&q, 1);
+    for (unsigned spins = 0; st == KNIT_OK && !r.done && !C.agent_dead; spins++)
+        if (!drain()) {
+            check_socket();
+            if (spins > 64)
+                sched_yield();
+            else
+                kn_cpu_relax();
+        }
+    op_unregister(&r);
+    if (r.big) { /* (an answer of more than asked for) */
+        free(r.big);
+        r.big = NULL;
+    }
+    if (st != KNIT_OK)
+        return st;
+    return r.done ? r.status : KNIT_ERR_PEER;
+}
+
 /* Request the agent's compiled-in null handler (benchmarks). */
 knit_status_t kn_off_builtin_request(knit_mreq_t **out)
 {

@@ -231,6 +231,10 @@ void kn_off_close(void);
  * shipped): on the daemons' threads (KN_OFF_LOAD_INPROCESS) */
 knit_status_t kn_off_load_builtin(knit_ctx_t *ctx, const char *name, const void *image, size_t len,
                                   knit_module_t **out);
+/* One request of at most KN_OFF_INLINE bytes, answered with at most as
+ * many, made and waited for without allocating and without progressing
+ * anything else: for a fault handler (src/dsm/write.c). */
+knit_status_t kn_off_request_quiet(knit_module_t *m, const void *args, size_t len);
 /* knit_request_test without progress or system calls (for progress hooks;
  * requests at the agent or the switch only) */
 knit_status_t kn_off_request_try(knit_mreq_t **req, int *done, void *result, size_t cap, size_t *len);

@@ -46,6 +46,16 @@ expect_ok netns.rma.atomics atomics
 run "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 "$JOBBIN/rma_test" passive auto
 expect_ok netns.rma.passive passive
 
+# the replicated region across hosts: both protocols, writers of every
+# page on both hosts, random writes checked against a reference
+for p in update invalidate; do
+    for c in same stress counter; do
+        run "$KNITRUN" --hosts "$H1,$H2" -n 4 --timeout 90 -x KNIT_DSM_PROTOCOL=$p -x KNIT_DSM_HOME_BLOCK=4k \
+            "$JOBBIN/dsm_test" "$c"
+        expect_ok "netns.dsm.$p.$c" "$c"
+    done
+done
+
 # the daemons talked over the bridge, and nothing is left in the namespaces
 run env KNIT_LOG_LEVEL=info "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 "$T" "$M" paths agent
 inns=$(ip netns pids "$H1"; ip netns pids "$H2")
