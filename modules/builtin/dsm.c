@@ -48,6 +48,7 @@ typedef struct part {
     int final;
     uint64_t nruns, at;      /* runs[at] is the next, ... */
     uint64_t done;           /* ... its first `done` bytes sent */
+    unsigned char *masks;    /* [KN_DSM_MASK] per masked run (after the runs) */
     kn_dsm_run_t runs[];
 } part_t;
 
@@ -206,14 +207,41 @@ static void apply(state_t *s, uint64_t off, const char *src, uint64_t len)
  * may be missing: a message of one frame streamed from the replica). */
 static const char *frame_next(const kn_dsm_frame_t *f, const char *end)
 {
-    uint64_t step = sizeof(*f) + kn_dsm_pad8(f->len);
+    uint64_t step = sizeof(*f) + kn_dsm_pad8(kn_dsm_frame_bytes(f));
     return (uint64_t)(end - (const char *)f) < step ? end : (const char *)f + step;
+}
+
+/* A masked frame: the bytes of [off, off + len) whose bit is set (one
+ * page; a byte of mask per 8 bytes: all, none, or bit by bit). */
+static void apply_masked(state_t *s, uint64_t off, const unsigned char *mask, const unsigned char *src, uint64_t len)
+{
+    kn_dsm_page_t *pg = &s->pages[off / KN_DSM_PAGE];
+    unsigned char *d = (unsigned char *)s->data + off, *t = (unsigned char *)s->twin + off;
+    kn_dsm_page_lock(pg);
+    int twin = (atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) != 0;
+    for (uint64_t i = 0; i < len; i += 8) {
+        unsigned mb = mask[i / 8];
+        uint64_t n = len - i < 8 ? len - i : 8;
+        if (mb == 0xff && n == 8) {
+            memcpy(d + i, src + i, 8);
+            if (twin)
+                memcpy(t + i, src + i, 8);
+            continue;
+        }
+        for (uint64_t b = 0; mb && b < n; b++)
+            if (mb & (1u << b)) {
+                d[i + b] = src[i + b];
+                if (twin)
+                    t[i + b] = src[i + b];
+            }
+    }
+    kn_dsm_page_unlock(pg);
 }
 
 static uint32_t frame_crc(const kn_dsm_frame_t *f, const void *data)
 {
     uint32_t c = kn_crc32c(0, &f->off, sizeof(f->off) + sizeof(f->len));
-    return kn_crc32c(c, data, f->len);
+    return kn_crc32c(c, data, kn_dsm_frame_bytes(f));
 }
 
 /* ------------------------------------------------------------ releases */
@@ -367,6 +395,50 @@ static void part_done(knit_mod_ctx_t *m, state_t *s, part_t *p)
     free(p);
 }
 
+/* The next piece of part p's current run: at most max bytes and not
+ * past limit (a masked run goes whole or not at all: 0). */
+static uint64_t piece(const part_t *p, uint64_t max, uint64_t limit)
+{
+    const kn_dsm_run_t *r = &p->runs[p->at];
+    uint64_t off = r->off + p->done, n = r->len - p->done;
+    if (r->mask)
+        return n + (n + 7) / 8 <= max ? n : 0;
+    if (n > max)
+        n = max;
+    if (n > limit - off)
+        n = limit - off;
+    return n;
+}
+
+static void advance(part_t *p, uint64_t n)
+{
+    p->done += n;
+    if (p->done == p->runs[p->at].len) {
+        p->at++;
+        p->done = 0;
+    }
+}
+
+/* A frame of n bytes of the current run at *at (its data from the
+ * replica); returns the bytes it takes in the message past its header. */
+static uint64_t frame_put(state_t *s, const part_t *p, char *at, uint64_t n)
+{
+    const kn_dsm_run_t *r = &p->runs[p->at];
+    kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
+    unsigned char *d = (unsigned char *)(f + 1);
+    f->off = r->off + p->done;
+    f->len = (uint32_t)n;
+    if (r->mask) {
+        memcpy(d, p->masks + (uint64_t)(r->mask - 1) * KN_DSM_MASK, (n + 7) / 8);
+        memcpy(d + (n + 7) / 8, s->data + f->off, n);
+        f->len |= KN_DSM_FRAME_MASKED;
+    } else {
+        memcpy(d, s->data + f->off, n);
+    }
+    frame_seal(s, f, d);
+    return kn_dsm_frame_bytes(f);
+}
+
 /* Build one update message from the parts and send it; 0 when there
  * was nothing (or no room in the window). */
 static int send_one(knit_mod_ctx_t *m, state_t *s)
@@ -377,8 +449,8 @@ static int send_one(knit_mod_ctx_t *m, state_t *s)
     kn_dsm_msg_t *h = (kn_dsm_msg_t *)s->buf;
     char *at = (char *)(h + 1);
     uint64_t data = 0, nf = 0;
-    if (p->at < p->nruns && p->runs[p->at].len - p->done >= DIRECT_MIN) {
-        const kn_dsm_run_t *r = &p->runs[p->at];
+    const kn_dsm_run_t *r = p->at < p->nruns ? &p->runs[p->at] : NULL;
+    if (r && !r->mask && r->len - p->done >= DIRECT_MIN) {
         uint64_t n = r->len - p->done < s->frame ? r->len - p->done : s->frame;
         kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
         f->off = r->off + p->done;
@@ -387,30 +459,17 @@ static int send_one(knit_mod_ctx_t *m, state_t *s)
         *h = (kn_dsm_msg_t){.type = KN_DSM_M_UPD, .origin = s->self, .ticket = p->ticket, .a = n,
                             .bytes = sizeof(*f) + n};
         sent(m, s, p, K->send_hdr(m, s->next, h, sizeof(*h) + sizeof(*f), s->data + f->off, n), 1, n);
-        p->done += n;
-        if (p->done == r->len) {
-            p->at++;
-            p->done = 0;
-        }
+        advance(p, n);
     } else {
         while (p->at < p->nruns && data < s->frame && nf < 64) {
-            const kn_dsm_run_t *r = &p->runs[p->at];
-            uint64_t n = r->len - p->done;
-            if (n > s->frame - data)
-                n = s->frame - data;
-            kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
-            f->off = r->off + p->done;
-            f->len = (uint32_t)n;
-            memcpy(f + 1, s->data + f->off, n);
-            frame_seal(s, f, f + 1);
-            at += sizeof(*f) + kn_dsm_pad8(n);
-            data += n;
+            uint64_t n = piece(p, s->frame - data, s->size);
+            if (!n)
+                break;
+            uint64_t b = frame_put(s, p, at, n);
+            at += sizeof(kn_dsm_frame_t) + kn_dsm_pad8(b);
+            data += b;
             nf++;
-            p->done += n;
-            if (p->done == r->len) {
-                p->at++;
-                p->done = 0;
-            }
+            advance(p, n);
         }
         if (nf) {
             *h = (kn_dsm_msg_t){.type = KN_DSM_M_UPD, .origin = s->self, .ticket = p->ticket, .a = data,
@@ -435,33 +494,24 @@ static int send_one_home(knit_mod_ctx_t *m, state_t *s)
     uint64_t data = 0, nf = 0;
     int32_t home = -1;
     while (p->at < p->nruns && data < s->frame && nf < 64) {
-        const kn_dsm_run_t *r = &p->runs[p->at];
-        uint64_t off = r->off + p->done, page = off / KN_DSM_PAGE;
+        uint64_t page = (p->runs[p->at].off + p->done) / KN_DSM_PAGE;
         uint64_t block_end = (page / s->home_pages + 1) * s->home_pages * KN_DSM_PAGE;
-        uint64_t n = r->off + r->len - off;
         int32_t hn = kn_dsm_home(page, s->home_pages, s->nnodes);
-        if (n > block_end - off)
-            n = block_end - off;
-        if (hn != s->self) {
-            if (home >= 0 && hn != home)
-                break;
-            home = hn;
-            if (n > s->frame - data)
-                n = s->frame - data;
-            kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
-            f->off = off;
-            f->len = (uint32_t)n;
-            memcpy(f + 1, s->data + off, n);
-            frame_seal(s, f, f + 1);
-            at += sizeof(*f) + kn_dsm_pad8(n);
-            data += n;
-            nf++;
+        if (hn == s->self) { /* in place */
+            advance(p, piece(p, UINT64_MAX, block_end));
+            continue;
         }
-        p->done += n;
-        if (p->done == r->len) {
-            p->at++;
-            p->done = 0;
-        }
+        if (home >= 0 && hn != home)
+            break;
+        uint64_t n = piece(p, s->frame - data, block_end);
+        if (!n)
+            break;
+        home = hn;
+        uint64_t b = frame_put(s, p, at, n);
+        at += sizeof(kn_dsm_frame_t) + kn_dsm_pad8(b);
+        data += b;
+        nf++;
+        advance(p, n);
     }
     if (nf) {
         *h = (kn_dsm_msg_t){.type = KN_DSM_M_HUPD, .origin = s->self, .ticket = p->ticket, .a = data,
@@ -507,16 +557,21 @@ static void pump(knit_mod_ctx_t *m, state_t *s)
 static void on_release(knit_mod_ctx_t *m, state_t *s, const knit_mod_request_t *req, const kn_dsm_q_t *q,
                        const kn_dsm_run_t *runs)
 {
-    if (req->len != sizeof(*q) + q->nruns * sizeof(kn_dsm_run_t) || q->nruns > KN_DSM_RUNS_MAX || !q->a) {
+    if (q->nruns > KN_DSM_RUNS_MAX || q->nmasks > KN_DSM_MASKS_MAX || !q->a ||
+        req->len != sizeof(*q) + q->nruns * sizeof(kn_dsm_run_t) + q->nmasks * KN_DSM_MASK) {
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
         return;
     }
-    for (uint64_t i = 0; i < q->nruns; i++)
-        if (!runs[i].len || runs[i].off >= s->size || runs[i].len > s->size - runs[i].off) {
+    for (uint64_t i = 0; i < q->nruns; i++) {
+        const kn_dsm_run_t *r = &runs[i];
+        if (!r->len || r->off >= s->size || r->len > s->size - r->off || r->mask > q->nmasks ||
+            (r->mask && r->off % KN_DSM_PAGE + r->len > KN_DSM_PAGE)) {
             K->complete(m, req->token, KNIT_MOD_ERR_RANGE, NULL, 0);
             return;
         }
-    part_t *p = malloc(sizeof(*p) + q->nruns * sizeof(kn_dsm_run_t));
+    }
+    uint64_t rbytes = q->nruns * sizeof(kn_dsm_run_t) + q->nmasks * KN_DSM_MASK;
+    part_t *p = malloc(sizeof(*p) + rbytes);
     waiter_t *w = (q->flags & KN_DSM_QF_MORE) ? NULL : malloc(sizeof(*w));
     if (!p || (!(q->flags & KN_DSM_QF_MORE) && !w)) {
         free(p);
@@ -525,7 +580,8 @@ static void on_release(knit_mod_ctx_t *m, state_t *s, const knit_mod_request_t *
         return;
     }
     *p = (part_t){.ticket = q->a, .final = !(q->flags & KN_DSM_QF_MORE), .nruns = q->nruns};
-    memcpy(p->runs, runs, q->nruns * sizeof(kn_dsm_run_t));
+    memcpy(p->runs, runs, rbytes);
+    p->masks = (unsigned char *)(p->runs + q->nruns);
     if (s->parts_tail)
         s->parts_tail->next = p;
     else
@@ -556,15 +612,18 @@ static void on_update(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, cons
     uint64_t nf = 0;
     for (const char *p = at; p < end; nf++) {
         const kn_dsm_frame_t *f = (const kn_dsm_frame_t *)p;
-        if ((uint64_t)(end - p) < sizeof(*f) || (uint64_t)(end - p) - sizeof(*f) < f->len ||
-            f->off >= s->size || f->len > s->size - f->off || frame_crc(f, f + 1) != f->crc) {
+        uint64_t len = f->len & ~KN_DSM_FRAME_MASKED;
+        if ((uint64_t)(end - p) < sizeof(*f) || (uint64_t)(end - p) - sizeof(*f) < kn_dsm_frame_bytes(f) ||
+            f->off >= s->size || len > s->size - f->off ||
+            ((f->len & KN_DSM_FRAME_MASKED) && f->off % KN_DSM_PAGE + len > KN_DSM_PAGE) ||
+            frame_crc(f, f + 1) != f->crc) {
             atomic_fetch_add(&s->meta->c.bad_crc, 1);
             kn_dsm_msg_t b = {.type = KN_DSM_M_BAD, .origin = origin, .ticket = h->ticket,
                               .a = (uint64_t)(end - p) >= sizeof(*f) ? f->off : 0, .b = (uint64_t)s->self};
             K->log(m, KNIT_MOD_LOG_ERROR,
                    "dsm: an update frame from node %d (offset %#llx, %u bytes) failed its crc32c check at node %d: "
                    "not applied",
-                   origin, (unsigned long long)b.a, (uint32_t)((uint64_t)(end - p) >= sizeof(*f) ? f->len : 0),
+                   origin, (unsigned long long)b.a, (uint32_t)((uint64_t)(end - p) >= sizeof(*f) ? len : 0),
                    s->self);
             K->send(m, origin, &b, sizeof(b));
             return;
@@ -573,7 +632,12 @@ static void on_update(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, cons
     }
     for (const char *p = at; p < end;) {
         const kn_dsm_frame_t *f = (const kn_dsm_frame_t *)p;
-        apply(s, f->off, (const char *)(f + 1), f->len);
+        uint64_t len = f->len & ~KN_DSM_FRAME_MASKED;
+        if (f->len & KN_DSM_FRAME_MASKED)
+            apply_masked(s, f->off, (const unsigned char *)(f + 1), (const unsigned char *)(f + 1) + (len + 7) / 8,
+                         len);
+        else
+            apply(s, f->off, (const char *)(f + 1), len);
         p = frame_next(f, end);
     }
     atomic_fetch_add(&s->meta->c.frames_in, nf);

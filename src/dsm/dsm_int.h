@@ -46,6 +46,8 @@ typedef struct kn_dsm {
     size_t bits_len, list_len;
     kn_dsm_run_t *runs;          /* a release's runs */
     uint64_t runs_cap;
+    unsigned char *masks;        /* ... and the masks of its scattered pages */
+    uint64_t masks_cap;
     pthread_mutex_t call;        /* one request to the agent at a time (and one release) */
     uint64_t held[KN_DSM_HELD_MAX];
     int nheld;

@@ -71,7 +71,8 @@ static inline uint64_t kn_dsm_meta_bytes(uint64_t npages)
 }
 
 /* Requests (rank -> its agent): a kn_dsm_q_t, then for RELEASE nruns
- * kn_dsm_run_t (offsets in the region, sorted, disjoint). */
+ * kn_dsm_run_t (offsets in the region, sorted, disjoint) and nmasks masks
+ * of KN_DSM_MASK bytes. */
 enum kn_dsm_op {
     KN_DSM_Q_INIT = 1,   /* the node's lowest rank: map the files (kn_dsm_init_t follows) */
     KN_DSM_Q_RELEASE,    /* a = ticket, b = bound (complete when every release <= b is around), flags */
@@ -89,11 +90,22 @@ enum kn_dsm_op {
 typedef struct kn_dsm_q {
     uint32_t op, flags;
     uint64_t a, b;
-    uint64_t nruns;
+    uint64_t nruns, nmasks;
 } kn_dsm_q_t;
 
+/* A page whose changes are scattered (more than KN_DSM_SCATTER runs)
+ * goes as one masked run: its bytes from the first changed to the last,
+ * and a mask of which of them changed (bit i of byte i / 8: byte off + i),
+ * so that the unchanged bytes between, which another node may be writing,
+ * are left alone everywhere. */
+#define KN_DSM_MASK (KN_DSM_PAGE / 8)
+#define KN_DSM_SCATTER 8
+#define KN_DSM_RUN_MAX (1u << 30)   /* bytes of one run, at most */
+
 typedef struct kn_dsm_run {
-    uint64_t off, len;
+    uint64_t off;
+    uint32_t len;
+    uint32_t mask;          /* 0: every byte changed; else 1 + its mask's index (within one page) */
 } kn_dsm_run_t;
 
 typedef struct kn_dsm_init {
@@ -107,6 +119,7 @@ typedef struct kn_dsm_init {
 } kn_dsm_init_t;
 
 #define KN_DSM_RUNS_MAX 65536u  /* runs in one RELEASE request */
+#define KN_DSM_MASKS_MAX 1024u  /* masks in one RELEASE request */
 
 /* Messages between agents.  UPD: `bytes` of frames follow, each a
  * kn_dsm_frame_t and its data, padded to 8 bytes; it goes around the
@@ -156,9 +169,17 @@ static inline int32_t kn_dsm_home(uint64_t page, uint64_t home_pages, int32_t nn
 
 typedef struct kn_dsm_frame {
     uint64_t off;
-    uint32_t len;
+    uint32_t len;           /* | KN_DSM_FRAME_MASKED: the data starts with a mask of (len + 7) / 8 bytes */
     uint32_t crc;           /* crc32c of off, len and the data */
 } kn_dsm_frame_t;
+#define KN_DSM_FRAME_MASKED 0x80000000u
+
+/* Bytes of a frame's data: its mask, if any, and its bytes. */
+static inline uint64_t kn_dsm_frame_bytes(const kn_dsm_frame_t *f)
+{
+    uint64_t n = f->len & ~KN_DSM_FRAME_MASKED;
+    return f->len & KN_DSM_FRAME_MASKED ? (n + 7) / 8 + n : n;
+}
 
 static inline uint64_t kn_dsm_pad8(uint64_t n)
 {

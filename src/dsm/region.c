@@ -264,6 +264,11 @@ static knit_status_t place(knit_comm_t *world)
 static knit_status_t init(knit_ctx_t *ctx, size_t size)
 {
     knit_comm_t *world = knit_comm_world(ctx);
+    if (kn_cfg.dsm_frame < 8192 || kn_cfg.dsm_frame > (16u << 20) || !kn_cfg.dsm_window) {
+        kn_dsm_error("KNIT_DSM_FRAME=%llu: an update message holds 8 KiB to 16 MiB (and KNIT_DSM_WINDOW at least 1)",
+                     (unsigned long long)kn_cfg.dsm_frame);
+        return KNIT_ERR_INVAL;
+    }
     if (!kn_cfg.dsm_home_block || kn_cfg.dsm_home_block % KN_DSM_PAGE) {
         kn_dsm_error("KNIT_DSM_HOME_BLOCK=%llu is not a multiple of 4096", (unsigned long long)kn_cfg.dsm_home_block);
         return KNIT_ERR_INVAL;

@@ -160,47 +160,66 @@ void kn_dsm_track_stop(void)
     free(kn_dsm.runs);
     kn_dsm.runs = NULL;
     kn_dsm.runs_cap = 0;
+    free(kn_dsm.masks);
+    kn_dsm.masks = NULL;
+    kn_dsm.masks_cap = 0;
 }
 
 /* ------------------------------------------------------------ the diff */
 
-static int run_add(uint64_t off, uint64_t len, uint64_t *n)
+/* A release's runs so far (the part not yet handed over: kn_dsm.runs,
+ * and the masks of its scattered pages) */
+typedef struct diff {
+    uint64_t n, nmasks, bytes;
+    kn_dsm_run_t page[KN_DSM_SCATTER + 1]; /* one page's, while it is compared */
+    unsigned npage;
+} diff_t;
+
+static int run_push(diff_t *d, kn_dsm_run_t r)
 {
-    if (*n && kn_dsm.runs[*n - 1].off + kn_dsm.runs[*n - 1].len == off) {
-        kn_dsm.runs[*n - 1].len += len;
+    kn_dsm_run_t *last = d->n ? &kn_dsm.runs[d->n - 1] : NULL;
+    if (last && !last->mask && !r.mask && last->off + last->len == r.off && last->len + r.len <= KN_DSM_RUN_MAX) {
+        last->len += r.len;
         return 0;
     }
-    if (*n == kn_dsm.runs_cap) {
+    if (d->n == kn_dsm.runs_cap) {
         uint64_t cap = kn_dsm.runs_cap ? 2 * kn_dsm.runs_cap : 1024;
-        kn_dsm_run_t *r = realloc(kn_dsm.runs, cap * sizeof(*r));
-        if (!r)
+        kn_dsm_run_t *nr = realloc(kn_dsm.runs, cap * sizeof(*nr));
+        if (!nr)
             return -1;
-        kn_dsm.runs = r;
+        kn_dsm.runs = nr;
         kn_dsm.runs_cap = cap;
     }
-    kn_dsm.runs[(*n)++] = (kn_dsm_run_t){off, len};
+    kn_dsm.runs[d->n++] = r;
     return 0;
+}
+
+/* A page's changed bytes [from, to), bytes into the page p */
+static void page_run(diff_t *d, uint64_t from, uint64_t to)
+{
+    if (d->npage <= KN_DSM_SCATTER)
+        d->page[d->npage] = (kn_dsm_run_t){.off = from, .len = (uint32_t)(to - from)};
+    d->npage++;
+    d->bytes += to - from;
 }
 
 #define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
 
-/* The runs where page p differs from its twin, appended; -1: no memory. */
-static int diff_page(uint64_t p, uint64_t *n, uint64_t *bytes)
+/* Where page p differs from its twin: its runs, or one masked run when
+ * they are more than KN_DSM_SCATTER; -1: no memory. */
+static int diff_page(uint64_t p, diff_t *d)
 {
     const uint64_t *cur = (const uint64_t *)(kn_dsm.base + p * KN_DSM_PAGE);
     const uint64_t *old = (const uint64_t *)(kn_dsm.twin + p * KN_DSM_PAGE);
-    uint64_t page_off = p * KN_DSM_PAGE;
     uint64_t start = 0, open = 0; /* a run from start (bytes into the page), while open */
+    d->npage = 0;
     for (unsigned w = 0; w < KN_DSM_PAGE / 8; w++) {
         uint64_t x = cur[w] ^ old[w];
         if (!x) {
-            if (open) {
-                if (run_add(page_off + start, w * 8 - start, n) < 0)
-                    return -1;
-                *bytes += w * 8 - start;
-                open = 0;
-            }
+            if (open)
+                page_run(d, start, w * 8);
+            open = 0;
             continue;
         }
         if (open && !((x - ONES) & ~x & HIGHS)) /* every byte differs: the run goes on */
@@ -212,19 +231,67 @@ static int diff_page(uint64_t p, uint64_t *n, uint64_t *bytes)
                 start = at;
                 open = 1;
             } else if (!differs && open) {
-                if (run_add(page_off + start, at - start, n) < 0)
-                    return -1;
-                *bytes += at - start;
+                page_run(d, start, at);
                 open = 0;
             }
         }
     }
-    if (open) {
-        if (run_add(page_off + start, KN_DSM_PAGE - start, n) < 0)
-            return -1;
-        *bytes += KN_DSM_PAGE - start;
+    if (open)
+        page_run(d, start, KN_DSM_PAGE);
+    uint64_t base = p * KN_DSM_PAGE;
+    if (d->npage <= KN_DSM_SCATTER) {
+        for (unsigned i = 0; i < d->npage; i++) {
+            kn_dsm_run_t r = d->page[i];
+            r.off += base;
+            if (run_push(d, r) < 0)
+                return -1;
+        }
+        return 0;
     }
-    return 0;
+    /* scattered: from the first changed word to the last, with a mask */
+    unsigned first = (unsigned)d->page[0].off / 8, last = KN_DSM_PAGE / 8;
+    while (cur[last - 1] == old[last - 1])
+        last--;
+    if (d->nmasks == kn_dsm.masks_cap) {
+        uint64_t cap = kn_dsm.masks_cap ? 2 * kn_dsm.masks_cap : 64;
+        unsigned char *m = realloc(kn_dsm.masks, cap * KN_DSM_MASK);
+        if (!m)
+            return -1;
+        kn_dsm.masks = m;
+        kn_dsm.masks_cap = cap;
+    }
+    unsigned char *mask = kn_dsm.masks + d->nmasks * KN_DSM_MASK;
+    for (unsigned w = first; w < last; w++) { /* a bit per byte: its byte of cur ^ old is not 0 */
+        uint64_t x = cur[w] ^ old[w];
+        uint64_t y = (((x & ~HIGHS) + ~HIGHS) | x) & HIGHS;
+        mask[w - first] = (unsigned char)(((y >> 7) * 0x0102040810204080ull) >> 56);
+    }
+    d->nmasks++;
+    return run_push(d, (kn_dsm_run_t){.off = base + first * 8, .len = (last - first) * 8, .mask = (uint32_t)d->nmasks});
+}
+
+/* Page p's twin takes this release's bytes of runs [from, to): exactly
+ * the changed ones (the others of a masked run may be another rank's of
+ * the node, written since the diff and still to go out with its own). */
+static void twin_take(uint64_t p, uint64_t from, uint64_t to)
+{
+    uint64_t lo = p * KN_DSM_PAGE, hi = lo + KN_DSM_PAGE;
+    for (uint64_t r = from; r < to; r++) {
+        const kn_dsm_run_t *run = &kn_dsm.runs[r];
+        uint64_t a = run->off, b = a + run->len;
+        a = a < lo ? lo : a;
+        b = b > hi ? hi : b;
+        if (a >= b)
+            continue;
+        if (!run->mask) {
+            memcpy(kn_dsm.twin + a, kn_dsm.base + a, b - a);
+            continue;
+        }
+        const unsigned char *mask = kn_dsm.masks + (uint64_t)(run->mask - 1) * KN_DSM_MASK;
+        for (uint64_t i = 0; i < run->len; i++)
+            if (mask[i / 8] & (1u << (i % 8)))
+                kn_dsm.twin[run->off + i] = kn_dsm.base[run->off + i];
+    }
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -270,37 +337,38 @@ static void parts_wait(parts_t *ps)
     ps->n = 0;
 }
 
-/* runs[0..n) as a part of ticket t (the last one: bound, waited for) */
-static void part_send(parts_t *ps, uint64_t t, uint64_t bound, uint64_t n, int last)
+/* The runs so far (and their masks) as a part of ticket t (the last
+ * one: with the bound, and waited for); the diff starts afresh. */
+static void part_send(parts_t *ps, diff_t *d, uint64_t t, uint64_t bound, int last)
 {
-    for (uint64_t at = 0; ps->st == KNIT_OK && (at < n || (last && at == 0));) {
-        uint64_t k = n - at < KN_DSM_RUNS_MAX ? n - at : KN_DSM_RUNS_MAX;
-        int end = last && at + k == n;
-        size_t len = sizeof(kn_dsm_q_t) + k * sizeof(kn_dsm_run_t);
-        char *buf = malloc(len);
-        if (!buf) {
-            ps->st = KNIT_ERR_NOMEM;
-            break;
-        }
+    size_t len = sizeof(kn_dsm_q_t) + d->n * sizeof(kn_dsm_run_t) + d->nmasks * KN_DSM_MASK;
+    char *buf = ps->st == KNIT_OK ? malloc(len) : NULL;
+    if (ps->st == KNIT_OK && !buf)
+        ps->st = KNIT_ERR_NOMEM;
+    if (buf) {
         kn_dsm_q_t *q = (kn_dsm_q_t *)buf;
-        *q = (kn_dsm_q_t){.op = KN_DSM_Q_RELEASE, .flags = end ? 0 : KN_DSM_QF_MORE, .a = t, .b = bound, .nruns = k};
-        memcpy(q + 1, kn_dsm.runs + at, k * sizeof(kn_dsm_run_t));
-        at += k;
-        if (end) {
-            ps->st = kn_dsm_ask(buf, len, NULL, 0);
-            free(buf);
-            break;
-        }
-        if (ps->n == PARTS_MAX)
-            parts_wait(ps);
-        knit_status_t st = knit_module_request(kn_dsm.mod, buf, len, &ps->req[ps->n]);
-        if (st != KNIT_OK) {
-            free(buf);
-            ps->st = st;
-            break;
-        }
-        ps->buf[ps->n++] = buf;
+        *q = (kn_dsm_q_t){.op = KN_DSM_Q_RELEASE, .flags = last ? 0 : KN_DSM_QF_MORE, .a = t, .b = bound,
+                          .nruns = d->n, .nmasks = d->nmasks};
+        memcpy(q + 1, kn_dsm.runs, d->n * sizeof(kn_dsm_run_t));
+        memcpy((kn_dsm_run_t *)(q + 1) + d->n, kn_dsm.masks, d->nmasks * KN_DSM_MASK);
     }
+    d->n = d->nmasks = 0;
+    if (!buf)
+        return;
+    if (last) {
+        ps->st = kn_dsm_ask(buf, len, NULL, 0);
+        free(buf);
+        return;
+    }
+    if (ps->n == PARTS_MAX)
+        parts_wait(ps);
+    knit_status_t st = knit_module_request(kn_dsm.mod, buf, len, &ps->req[ps->n]);
+    if (st != KNIT_OK) {
+        free(buf);
+        ps->st = st;
+        return;
+    }
+    ps->buf[ps->n++] = buf;
 }
 
 /* invalidate: the pages this release wrote go into node 0's log of
@@ -368,47 +436,39 @@ knit_status_t kn_dsm_release(void)
         atomic_fetch_and(&kn_dsm.bits[list[i] / 64], ~(1ull << (list[i] % 64)));
     kn_dsm_counters_t *c = &kn_dsm.meta->c;
     uint64_t t = atomic_fetch_add(&kn_dsm.meta->ticket, 1) + 1;
-    uint64_t n = 0, bytes = 0, nruns = 0, part_from = 0;
+    diff_t d = {0};
+    uint64_t nruns = 0, part_from = 0;
     parts_t ps = {.st = KNIT_OK};
     for (uint64_t i = 0; i < np && ps.st == KNIT_OK; i++) {
         uint64_t p = list[i];
         kn_dsm_page_t *pg = &kn_dsm.pages[p];
-        uint64_t first = n;
+        uint64_t first = d.n;
         kn_dsm_page_lock(pg);
         int home_here = kn_dsm.invalidate && kn_dsm_home(p, kn_dsm.home_pages, kn_dsm.nnodes) == kn_dsm.node;
-        if (!home_here && diff_page(p, &n, &bytes) < 0) /* (a page homed here is in place) */
+        if (!home_here && diff_page(p, &d) < 0) /* (a page homed here is in place) */
             ps.st = KNIT_ERR_NOMEM;
         uint32_t refs = atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS;
-        if (refs > 1 && !home_here) { /* others of the node still write it: the twin takes what goes out */
-            uint64_t lo = p * KN_DSM_PAGE, hi = lo + KN_DSM_PAGE;
-            for (uint64_t r = first ? first - 1 : 0; r < n; r++) {
-                uint64_t a = kn_dsm.runs[r].off, b = a + kn_dsm.runs[r].len;
-                a = a < lo ? lo : a;
-                b = b > hi ? hi : b;
-                if (a < b)
-                    memcpy(kn_dsm.twin + a, kn_dsm.base + a, b - a);
-            }
-        }
+        if (refs > 1 && !home_here) /* others of the node still write it: the twin takes what goes out */
+            twin_take(p, first ? first - 1 : 0, d.n);
         if (refs)
             atomic_fetch_sub_explicit(pg, 1, memory_order_relaxed);
         kn_dsm_page_unlock(pg);
-        if (bytes - part_from >= PART_BYTES && i + 1 < np) {
-            part_send(&ps, t, 0, n, 0);
-            nruns += n;
-            n = 0;
-            part_from = bytes;
+        nruns += d.n - first;
+        if (i + 1 < np && (d.bytes - part_from >= PART_BYTES || d.n + KN_DSM_SCATTER + 1 > KN_DSM_RUNS_MAX ||
+                           d.nmasks == KN_DSM_MASKS_MAX)) {
+            part_send(&ps, &d, t, 0, 0);
+            part_from = d.bytes;
         }
     }
-    if (ps.st != KNIT_OK) /* the ticket still goes, so that the node's later releases are not held up */
-        n = 0;
     knit_status_t failed = ps.st;
+    if (failed != KNIT_OK) /* the ticket still goes, so that the node's later releases are not held up */
+        d.n = d.nmasks = 0;
     ps.st = KNIT_OK;
-    part_send(&ps, t, atomic_load(&kn_dsm.meta->ticket), n, 1);
+    part_send(&ps, &d, t, atomic_load(&kn_dsm.meta->ticket), 1);
     parts_wait(&ps);
-    nruns += n;
     atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->runs, nruns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->released, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->released, d.bytes, memory_order_relaxed);
     if (failed != KNIT_OK) {
         kn_dsm_error("rank %d: a release's changes could not go to the agent (%s): its writes did not all leave "
                      "the node",
