@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/ctx.h"
+#include "coll/coll.h"
 #include "dsm/dsm_int.h"
 #include "offload/offload.h"
 #include "util/config.h"
@@ -299,7 +299,8 @@ static knit_status_t init(knit_ctx_t *ctx, size_t size)
     }
     static const char *suffix[3] = {"data", "twin", "meta"};
     for (int i = 0; i < 3; i++)
-        snprintf(kn_dsm.name[i], KN_DSM_NAME_MAX, "/knit-%s-n%d-dsm.%s", ctx->jobid, knit_node(ctx), suffix[i]);
+        snprintf(kn_dsm.name[i], KN_DSM_NAME_MAX, "/knit-%s-n%d-dsm.%s", kn_coll_jobid(world->coll), knit_node(ctx),
+                 suffix[i]);
     int first = knit_local_rank(ctx) == 0;
     st = agree(world, first ? make_files() : KNIT_OK, kn_dsm.err);
     if (st != KNIT_OK) {

@@ -483,10 +483,12 @@ static void send_credit(net_tl_t *n, net_peer_t *pe)
 
 /* ------------------------------------------------------------ send */
 
-static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, const void *payload, size_t len)
+static knit_status_t net_send2(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, const void *p1, size_t l1,
+                               const void *p2, size_t l2)
 {
     net_tl_t *n = net_of(tl);
     net_peer_t *pe = &n->peers[peer];
+    size_t len = l1 + l2;
     if (kn_unlikely(pe->credits == 0))
         return KNIT_ERR_AGAIN;
     if (kn_unlikely(len > tl->max_payload))
@@ -502,8 +504,10 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
         char msg[256];
         memcpy(msg, &h, sizeof(h));
         memcpy(msg + sizeof(h), hdr, sizeof(*hdr));
-        if (len)
-            memcpy(msg + NET_HDRS, payload, len);
+        if (l1)
+            memcpy(msg + NET_HDRS, p1, l1);
+        if (l2)
+            memcpy(msg + NET_HDRS + l1, p2, l2);
         rc = fi_inject(n->ep, msg, total, pe->addr);
         if (rc == 0)
             pe->injected = 1;
@@ -513,7 +517,10 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
             return KNIT_ERR_AGAIN; /* progress frees some */
         memcpy(t->buf, &h, sizeof(h));
         memcpy(t->buf + sizeof(h), hdr, sizeof(*hdr));
-        memcpy(t->buf + NET_HDRS, payload, len);
+        if (l1)
+            memcpy(t->buf + NET_HDRS, p1, l1);
+        if (l2)
+            memcpy(t->buf + NET_HDRS + l1, p2, l2);
         t->op.peer = peer;
         rc = fi_send(n->ep, t->buf, total, n->tx_mr ? fi_mr_desc(n->tx_mr) : NULL, pe->addr, &t->op.fctx);
         if (rc == 0) {
@@ -536,6 +543,11 @@ static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, co
     return rc == -FI_ECONNREFUSED || rc == -FI_ECONNRESET || rc == -FI_ENOTCONN || rc == -FI_EHOSTUNREACH
                ? KNIT_ERR_PEER
                : KNIT_ERR_FABRIC;
+}
+
+static knit_status_t net_send(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, const void *payload, size_t len)
+{
+    return net_send2(tl, peer, hdr, payload, len, NULL, 0);
 }
 
 /* ------------------------------------------------------------- RDMA */
@@ -1081,6 +1093,7 @@ static void net_destroy(kn_tl_t *tl)
 static const kn_tl_ops_t net_ops = {
     .name = "net",
     .send = net_send,
+    .send2 = net_send2,
     .progress = net_progress,
     .caps = net_caps,
     .get = net_get,

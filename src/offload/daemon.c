@@ -55,18 +55,24 @@ static int try_send(int dest, outmsg_t *o)
 {
     size_t cap = kn_dmn.tl->max_payload - sizeof(kn_wire_t);
     char pkt[65536];
-    if (kn_dmn.tl->max_payload > sizeof(pkt))
+    int two = kn_dmn.tl->ops->send2 != NULL; /* the header and the bytes, not joined first */
+    if (!two && kn_dmn.tl->max_payload > sizeof(pkt))
         cap = sizeof(pkt) - sizeof(kn_wire_t);
     /* a message still streaming in goes out as far as it is in */
     while (o->sent < o->avail || (!o->len && !o->started)) {
         uint64_t n = KN_MIN(o->avail - o->sent, cap);
         kn_wire_t w = o->w;
         w.offset = o->sent;
-        memcpy(pkt, &w, sizeof(w));
-        if (n)
-            memcpy(pkt + sizeof(w), o->data + o->sent, n);
         kn_pkt_hdr_t h = {.type = KN_PKT_OFFLOAD, .len = n + sizeof(w)};
-        knit_status_t st = kn_dmn.tl->ops->send(kn_dmn.tl, dest, &h, pkt, n + sizeof(w));
+        knit_status_t st;
+        if (two) {
+            st = kn_dmn.tl->ops->send2(kn_dmn.tl, dest, &h, &w, sizeof(w), o->data + o->sent, n);
+        } else {
+            memcpy(pkt, &w, sizeof(w));
+            if (n)
+                memcpy(pkt + sizeof(w), o->data + o->sent, n);
+            st = kn_dmn.tl->ops->send(kn_dmn.tl, dest, &h, pkt, n + sizeof(w));
+        }
         if (st == KNIT_ERR_AGAIN)
             return 0;
         if (st != KNIT_OK) {

@@ -108,6 +108,10 @@ typedef struct kn_tl_ops {
      * and retry); nothing was sent. */
     knit_status_t (*send)(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr,
                           const void *payload, size_t len);
+    /* The same, the payload in two pieces (p1 then p2, l1 + l2 bytes):
+     * no copy to join them first.  May be NULL. */
+    knit_status_t (*send2)(kn_tl_t *tl, int peer, const kn_pkt_hdr_t *hdr, const void *p1, size_t l1,
+                           const void *p2, size_t l2);
     /* Deliver arrived packets; returns how many things happened (0 = idle). */
     int (*progress)(kn_tl_t *tl);
     /* Peer capabilities (KN_TL_CAP_*). */
