@@ -2,7 +2,8 @@
  * The replicated region (include/knit/dsm.h) measured, run by bench/dsm.py
  * (docs/benchmarks.md, "Replicated region"):
  *   dsm release ITERS     rank 0 writes one byte of a page and releases it
- *                         (knit_dsm_flush: back once every replica has it);
+ *                         (knit_dsm_flush: back once every replica has it,
+ *                         or under invalidate its home, node 1);
  *                         the same with knit_dsm_barrier on every rank;
  *                         beside knit_bcast of 4 KiB from rank 0 and
  *                         knit_barrier on the same layout (microseconds,
@@ -77,12 +78,14 @@ static void release(int iters)
     volatile char *a = knit_dsm_base();
     double *t = calloc((size_t)iters, sizeof(double));
     char *buf = calloc(1, 4096);
-    /* rank 0's flush after it wrote a byte: the update is in every replica */
+    /* rank 0's flush after it wrote a byte: the update is in every replica
+     * (update), at its home (invalidate: pages 16-23, in the second home
+     * block of the default 64 KiB, whose home is node 1) */
     for (int i = -20; i < iters; i++) {
         ok(knit_barrier(world), "barrier");
         double t0 = now();
         if (rank == 0) {
-            a[(i & 7) * 4096 + 64] = (char)i;
+            a[(16 + (i & 7)) * 4096 + 64] = (char)i;
             ok(knit_dsm_flush(), "flush");
         }
         if (i >= 0)
@@ -94,7 +97,7 @@ static void release(int iters)
         ok(knit_barrier(world), "barrier");
         double t0 = now();
         if (rank == 0)
-            a[(i & 7) * 4096 + 64] = (char)i;
+            a[(16 + (i & 7)) * 4096 + 64] = (char)i;
         ok(knit_dsm_barrier(), "barrier");
         if (i >= 0)
             t[i] = now() - t0;

@@ -64,6 +64,8 @@ typedef struct ticket {
 typedef struct waiter {
     struct waiter *next;
     uint64_t bound, token;
+    uint64_t nnotes;         /* invalidate: pages for node 0's log once the release is home */
+    uint32_t notes[];
 } waiter_t;
 
 /* node 0: a named lock */
@@ -246,6 +248,23 @@ static uint32_t frame_crc(const kn_dsm_frame_t *f, const void *data)
 
 /* ------------------------------------------------------------ releases */
 
+/* Invalidate: pages a release wrote, to node 0's log; its answer
+ * (REPLY) completes the release. */
+static void note(knit_mod_ctx_t *m, state_t *s, uint64_t token, const uint32_t *pages, uint64_t n)
+{
+    kn_dsm_msg_t h = {.type = KN_DSM_M_NOTE, .origin = s->self, .ticket = token, .bytes = n * sizeof(uint32_t)};
+    char *msg = malloc(sizeof(h) + h.bytes);
+    if (!msg) {
+        K->complete(m, token, KNIT_MOD_ERR_NOMEM, NULL, 0);
+        return;
+    }
+    memcpy(msg, &h, sizeof(h));
+    memcpy(msg + sizeof(h), pages, h.bytes);
+    if (K->send(m, 0, msg, sizeof(h) + h.bytes) != KNIT_MOD_OK)
+        K->complete(m, token, KNIT_MOD_ERR_IO, NULL, 0);
+    free(msg);
+}
+
 /* Complete the waiters whose bound is reached. */
 static void wake(knit_mod_ctx_t *m, state_t *s)
 {
@@ -256,7 +275,10 @@ static void wake(knit_mod_ctx_t *m, state_t *s)
             continue;
         }
         *pp = w->next;
-        K->complete(m, w->token, s->error, s->error ? s->why : NULL, s->error ? strlen(s->why) + 1 : 0);
+        if (w->nnotes && !s->error) /* invalidate: the release is home; now the others may learn of it */
+            note(m, s, w->token, w->notes, w->nnotes);
+        else
+            K->complete(m, w->token, s->error, s->error ? s->why : NULL, s->error ? strlen(s->why) + 1 : 0);
         free(w);
     }
 }
@@ -557,8 +579,10 @@ static void pump(knit_mod_ctx_t *m, state_t *s)
 static void on_release(knit_mod_ctx_t *m, state_t *s, const knit_mod_request_t *req, const kn_dsm_q_t *q,
                        const kn_dsm_run_t *runs)
 {
-    if (q->nruns > KN_DSM_RUNS_MAX || q->nmasks > KN_DSM_MASKS_MAX || !q->a ||
-        req->len != sizeof(*q) + q->nruns * sizeof(kn_dsm_run_t) + q->nmasks * KN_DSM_MASK) {
+    if (q->nruns > KN_DSM_RUNS_MAX || q->nmasks > KN_DSM_MASKS_MAX || !q->a || q->nnotes > s->size / KN_DSM_PAGE ||
+        (q->nnotes && ((q->flags & KN_DSM_QF_MORE) || !s->protocol)) ||
+        req->len != sizeof(*q) + q->nruns * sizeof(kn_dsm_run_t) + q->nmasks * KN_DSM_MASK +
+                        q->nnotes * sizeof(uint32_t)) {
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
         return;
     }
@@ -571,8 +595,14 @@ static void on_release(knit_mod_ctx_t *m, state_t *s, const knit_mod_request_t *
         }
     }
     uint64_t rbytes = q->nruns * sizeof(kn_dsm_run_t) + q->nmasks * KN_DSM_MASK;
+    const uint32_t *notes = (const uint32_t *)((const char *)runs + rbytes);
+    for (uint64_t i = 0; i < q->nnotes; i++)
+        if (notes[i] >= s->size / KN_DSM_PAGE) {
+            K->complete(m, req->token, KNIT_MOD_ERR_RANGE, NULL, 0);
+            return;
+        }
     part_t *p = malloc(sizeof(*p) + rbytes);
-    waiter_t *w = (q->flags & KN_DSM_QF_MORE) ? NULL : malloc(sizeof(*w));
+    waiter_t *w = (q->flags & KN_DSM_QF_MORE) ? NULL : malloc(sizeof(*w) + q->nnotes * sizeof(uint32_t));
     if (!p || (!(q->flags & KN_DSM_QF_MORE) && !w)) {
         free(p);
         free(w);
@@ -591,7 +621,8 @@ static void on_release(knit_mod_ctx_t *m, state_t *s, const knit_mod_request_t *
     if (!w) {
         K->complete(m, req->token, KNIT_MOD_OK, NULL, 0); /* the rest comes */
     } else {
-        *w = (waiter_t){.bound = q->b, .token = req->token, .next = s->waiters};
+        *w = (waiter_t){.bound = q->b, .token = req->token, .next = s->waiters, .nnotes = q->nnotes};
+        memcpy(w->notes, notes, q->nnotes * sizeof(uint32_t));
         s->waiters = w;
     }
     pump(m, s);
@@ -1105,25 +1136,6 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         h.type = KN_DSM_M_FETCH;
         if (K->send(m, home, &h, sizeof(h)) != KNIT_MOD_OK)
             K->complete(m, req->token, KNIT_MOD_ERR_IO, NULL, 0);
-        return;
-    }
-    case KN_DSM_Q_NOTICE: {
-        if (req->len != sizeof(*q) + q->nruns * sizeof(uint32_t)) {
-            K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
-            return;
-        }
-        char *msg = malloc(sizeof(h) + q->nruns * sizeof(uint32_t));
-        if (!msg) {
-            K->complete(m, req->token, KNIT_MOD_ERR_NOMEM, NULL, 0);
-            return;
-        }
-        h.type = KN_DSM_M_NOTE;
-        h.bytes = q->nruns * sizeof(uint32_t);
-        memcpy(msg, &h, sizeof(h));
-        memcpy(msg + sizeof(h), q + 1, h.bytes);
-        if (K->send(m, 0, msg, sizeof(h) + h.bytes) != KNIT_MOD_OK)
-            K->complete(m, req->token, KNIT_MOD_ERR_IO, NULL, 0);
-        free(msg);
         return;
     }
     case KN_DSM_Q_UNLOCK:

@@ -81,7 +81,6 @@ enum kn_dsm_op {
     KN_DSM_Q_ALLOC,      /* a = bytes, b = alignment: result a uint64_t offset */
     KN_DSM_Q_FREE,       /* a = offset: result the block's bytes */
     /* invalidate protocol */
-    KN_DSM_Q_NOTICE,     /* nruns uint32_t page numbers follow: written since the last release */
     KN_DSM_Q_ACQUIRE,    /* a = the rank's log position: result kn_dsm_delta_t */
     KN_DSM_Q_FETCH,      /* a = a page: its home's copy into the node's replica */
 };
@@ -91,6 +90,8 @@ typedef struct kn_dsm_q {
     uint32_t op, flags;
     uint64_t a, b;
     uint64_t nruns, nmasks;
+    uint64_t nnotes;        /* RELEASE, invalidate, the last part: its pages (uint32_t, after the masks), for
+                             * node 0's log once the release is home */
 } kn_dsm_q_t;
 
 /* A page whose changes are scattered (more than KN_DSM_SCATTER runs)

@@ -379,19 +379,26 @@ static void parts_wait(parts_t *ps)
 }
 
 /* The runs so far (and their masks) as a part of ticket t (the last
- * one: with the bound, and waited for); the diff starts afresh. */
-static void part_send(parts_t *ps, diff_t *d, uint64_t t, uint64_t bound, int last)
+ * one: with the bound and, under invalidate, the pages the release wrote
+ * for node 0's log of write notices; waited for); the diff starts
+ * afresh. */
+static void part_send(parts_t *ps, diff_t *d, uint64_t t, uint64_t bound, int last, const uint32_t *notes,
+                      uint64_t nnotes)
 {
-    size_t len = sizeof(kn_dsm_q_t) + d->n * sizeof(kn_dsm_run_t) + d->nmasks * KN_DSM_MASK;
+    size_t len = sizeof(kn_dsm_q_t) + d->n * sizeof(kn_dsm_run_t) + d->nmasks * KN_DSM_MASK +
+                 nnotes * sizeof(uint32_t);
     char *buf = ps->st == KNIT_OK ? malloc(len) : NULL;
     if (ps->st == KNIT_OK && !buf)
         ps->st = KNIT_ERR_NOMEM;
     if (buf) {
         kn_dsm_q_t *q = (kn_dsm_q_t *)buf;
         *q = (kn_dsm_q_t){.op = KN_DSM_Q_RELEASE, .flags = last ? 0 : KN_DSM_QF_MORE, .a = t, .b = bound,
-                          .nruns = d->n, .nmasks = d->nmasks};
-        memcpy(q + 1, kn_dsm.runs, d->n * sizeof(kn_dsm_run_t));
-        memcpy((kn_dsm_run_t *)(q + 1) + d->n, kn_dsm.masks, d->nmasks * KN_DSM_MASK);
+                          .nruns = d->n, .nmasks = d->nmasks, .nnotes = nnotes};
+        char *at = (char *)(q + 1);
+        memcpy(at, kn_dsm.runs, d->n * sizeof(kn_dsm_run_t));
+        at += d->n * sizeof(kn_dsm_run_t);
+        memcpy(at, kn_dsm.masks, d->nmasks * KN_DSM_MASK);
+        memcpy(at + d->nmasks * KN_DSM_MASK, notes, nnotes * sizeof(uint32_t));
     }
     d->n = d->nmasks = 0;
     if (!buf)
@@ -410,22 +417,6 @@ static void part_send(parts_t *ps, diff_t *d, uint64_t t, uint64_t bound, int la
         return;
     }
     ps->buf[ps->n++] = buf;
-}
-
-/* invalidate: the pages this release wrote go into node 0's log of
- * write notices (once their diffs are at their homes). */
-static knit_status_t notice(const uint32_t *list, uint64_t n)
-{
-    size_t len = sizeof(kn_dsm_q_t) + n * sizeof(uint32_t);
-    kn_dsm_q_t *q = malloc(len);
-    if (!q)
-        return KNIT_ERR_NOMEM;
-    *q = (kn_dsm_q_t){.op = KN_DSM_Q_NOTICE, .nruns = n};
-    memcpy(q + 1, list, n * sizeof(uint32_t));
-    uint64_t pos = 0;
-    knit_status_t st = kn_dsm_ask(q, len, &pos, sizeof(pos));
-    free(q);
-    return st;
 }
 
 void kn_dsm_invalidate(const kn_dsm_delta_t *d)
@@ -497,7 +488,7 @@ knit_status_t kn_dsm_release(void)
         nruns += d.n - first;
         if (i + 1 < np && (d.bytes - part_from >= PART_BYTES || d.n + KN_DSM_SCATTER + 1 > KN_DSM_RUNS_MAX ||
                            d.nmasks == KN_DSM_MASKS_MAX)) {
-            part_send(&ps, &d, t, 0, 0);
+            part_send(&ps, &d, t, 0, 0, NULL, 0);
             part_from = d.bytes;
         }
     }
@@ -505,7 +496,9 @@ knit_status_t kn_dsm_release(void)
     if (failed != KNIT_OK) /* the ticket still goes, so that the node's later releases are not held up */
         d.n = d.nmasks = 0;
     ps.st = KNIT_OK;
-    part_send(&ps, &d, t, atomic_load(&kn_dsm.meta->ticket), 1);
+    /* (a release that failed still notes its pages: a page it half sent
+     * is better fetched than trusted) */
+    part_send(&ps, &d, t, atomic_load(&kn_dsm.meta->ticket), 1, list, kn_dsm.invalidate ? np : 0);
     parts_wait(&ps);
     atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->runs, nruns, memory_order_relaxed);
@@ -516,8 +509,6 @@ knit_status_t kn_dsm_release(void)
                      knit_rank(kn_dsm.ctx), knit_strerror(failed));
         return failed;
     }
-    if (ps.st == KNIT_OK && kn_dsm.invalidate) /* the diffs are home: now others may learn of them */
-        ps.st = notice(list, np);
     if (ps.st != KNIT_OK && !kn_dsm.err[0])
         kn_dsm_error("a release failed: %s", knit_strerror(ps.st));
     return ps.st;
