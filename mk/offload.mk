@@ -57,11 +57,11 @@ $(BUILD)/modules/builtin/rma.so: modules/builtin/rma.c src/coll/op.c src/coll/co
 
 # dsm: the replicated region's ring and lock manager (src/dsm), with the
 # crc32c of the update frames
-$(BUILD)/modules/builtin/dsm.so: modules/builtin/dsm.c src/util/crc32c.c src/util/crc32c.h src/dsm/dsm_mod.h \
-                                 include/knit/module.h
+$(BUILD)/modules/builtin/dsm.so: modules/builtin/dsm.c modules/builtin/dsm_lockmgr.c modules/builtin/dsm.h \
+                                 src/util/crc32c.c src/util/crc32c.h src/dsm/dsm_mod.h include/knit/module.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) -Iinclude -Isrc -D_GNU_SOURCE $(MODULE_CFLAGS) -fvisibility=hidden -s -shared -o $@ \
-	    modules/builtin/dsm.c src/util/crc32c.c
+	    modules/builtin/dsm.c modules/builtin/dsm_lockmgr.c src/util/crc32c.c
 
 BUILTIN_SOS := $(foreach m,coll rma dsm,$(BUILD)/modules/builtin/$(m).so)
 $(BUILD)/gen/builtin_mods.c: $(BUILTIN_SOS) scripts/embed.sh
