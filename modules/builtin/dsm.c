@@ -608,37 +608,49 @@ static void on_ack(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h)
 
 /* ------------------------------------------------------------ invalidate: pages from their homes */
 
-/* At the home: the page as its replica has it now. */
+/* At the home: pages [a, a + b) (one home block at most) as its
+ * replica has them now, each under its lock. */
 static void fetch_serve(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_msg_t *h)
 {
-    char msg[sizeof(kn_dsm_msg_t) + KN_DSM_PAGE];
-    kn_dsm_msg_t *r = (kn_dsm_msg_t *)msg;
-    uint64_t page = h->a;
-    if (page >= s->size / KN_DSM_PAGE) {
-        *r = (kn_dsm_msg_t){.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_RANGE};
-        K->send(m, from, r, sizeof(*r));
+    uint64_t page = h->a, n = h->b;
+    if (!n || n > KN_DSM_FETCH_MAX || page >= s->size / KN_DSM_PAGE || n > s->size / KN_DSM_PAGE - page ||
+        page / s->home_pages != (page + n - 1) / s->home_pages) {
+        kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_RANGE};
+        K->send(m, from, &r, sizeof(r));
         return;
     }
-    kn_dsm_page_t *pg = &s->pages[page];
-    kn_dsm_page_lock(pg);
-    memcpy(r + 1, s->data + page * KN_DSM_PAGE, KN_DSM_PAGE);
-    kn_dsm_page_unlock(pg);
+    char *msg = malloc(sizeof(kn_dsm_msg_t) + n * KN_DSM_PAGE);
+    if (!msg) {
+        kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_NOMEM};
+        K->send(m, from, &r, sizeof(r));
+        return;
+    }
+    kn_dsm_msg_t *r = (kn_dsm_msg_t *)msg;
+    char *d = (char *)(r + 1);
+    for (uint64_t i = 0; i < n; i++) {
+        kn_dsm_page_t *pg = &s->pages[page + i];
+        kn_dsm_page_lock(pg);
+        memcpy(d + i * KN_DSM_PAGE, s->data + (page + i) * KN_DSM_PAGE, KN_DSM_PAGE);
+        kn_dsm_page_unlock(pg);
+    }
     *r = (kn_dsm_msg_t){.type = KN_DSM_M_PAGE, .origin = s->self, .ticket = h->ticket, .a = page,
-                        .b = kn_crc32c(0, r + 1, KN_DSM_PAGE), .bytes = KN_DSM_PAGE};
+                        .b = kn_crc32c(0, d, n * KN_DSM_PAGE), .c = n, .bytes = n * KN_DSM_PAGE};
     if (s->corrupt_every && ++s->nframes % s->corrupt_every == 0)
         r->b ^= 0x10; /* testing (KNIT_DSM_CORRUPT) */
-    K->send(m, from, msg, sizeof(msg));
+    K->send(m, from, msg, sizeof(*r) + n * KN_DSM_PAGE);
+    free(msg);
 }
 
 /* Back from the home: into the replica, but for the bytes ranks of this
- * node changed and have not released (where the page differs from its
+ * node changed and have not released (where a page differs from its
  * twin); the twin takes the home's bytes throughout, so that their
  * diffs hold their own writes only. */
 static void fetch_got(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, uint64_t len)
 {
     const unsigned char *src = (const unsigned char *)(h + 1);
-    if (len != sizeof(*h) + KN_DSM_PAGE || h->a >= s->size / KN_DSM_PAGE ||
-        kn_crc32c(0, src, KN_DSM_PAGE) != (uint32_t)h->b) {
+    uint64_t n = h->c;
+    if (!n || n > KN_DSM_FETCH_MAX || len != sizeof(*h) + n * KN_DSM_PAGE || h->a >= s->size / KN_DSM_PAGE ||
+        n > s->size / KN_DSM_PAGE - h->a || kn_crc32c(0, src, n * KN_DSM_PAGE) != (uint32_t)h->b) {
         atomic_fetch_add(&s->meta->c.bad_crc, 1);
         char why[160];
         snprintf(why, sizeof(why), "page %llu from node %d failed its crc32c check at node %d",
@@ -647,22 +659,24 @@ static void fetch_got(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, uint
         K->complete(m, h->ticket, KNIT_MOD_ERR_IO, why, strlen(why) + 1);
         return;
     }
-    kn_dsm_page_t *pg = &s->pages[h->a];
-    unsigned char *d = (unsigned char *)s->data + h->a * KN_DSM_PAGE;
-    unsigned char *t = (unsigned char *)s->twin + h->a * KN_DSM_PAGE;
-    kn_dsm_page_lock(pg);
-    if (atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) {
-        for (unsigned i = 0; i < KN_DSM_PAGE; i++) {
-            if (d[i] == t[i])
-                d[i] = src[i];
-            t[i] = src[i];
+    for (uint64_t k = 0; k < n; k++, src += KN_DSM_PAGE) {
+        kn_dsm_page_t *pg = &s->pages[h->a + k];
+        unsigned char *d = (unsigned char *)s->data + (h->a + k) * KN_DSM_PAGE;
+        unsigned char *t = (unsigned char *)s->twin + (h->a + k) * KN_DSM_PAGE;
+        kn_dsm_page_lock(pg);
+        if (atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) {
+            for (unsigned i = 0; i < KN_DSM_PAGE; i++) {
+                if (d[i] == t[i])
+                    d[i] = src[i];
+                t[i] = src[i];
+            }
+        } else {
+            memcpy(d, src, KN_DSM_PAGE);
         }
-    } else {
-        memcpy(d, src, KN_DSM_PAGE);
+        kn_dsm_page_unlock(pg);
     }
-    kn_dsm_page_unlock(pg);
     atomic_fetch_add(&s->meta->c.frames_in, 1);
-    atomic_fetch_add(&s->meta->c.bytes_in, KN_DSM_PAGE);
+    atomic_fetch_add(&s->meta->c.bytes_in, n * KN_DSM_PAGE);
     K->complete(m, h->ticket, KNIT_MOD_OK, NULL, 0);
 }
 
@@ -721,7 +735,7 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         h.type = KN_DSM_M_ACQ;
         h.b = (uint64_t)req->rank;
         break;
-    case KN_DSM_Q_FETCH: {
+    case KN_DSM_Q_FETCH: { /* a = the first page, b = how many (of one home block) */
         int32_t home = q->a < s->size / KN_DSM_PAGE ? kn_dsm_home(q->a, s->home_pages, s->nnodes) : -1;
         if (home < 0 || home == s->self) { /* the home's pages are never invalid */
             K->complete(m, req->token, home < 0 ? KNIT_MOD_ERR_RANGE : KNIT_MOD_OK, NULL, 0);

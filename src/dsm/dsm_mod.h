@@ -82,7 +82,8 @@ enum kn_dsm_op {
     KN_DSM_Q_FREE,       /* a = offset: result the block's bytes */
     /* invalidate protocol */
     KN_DSM_Q_ACQUIRE,    /* a = the rank's log position: result kn_dsm_delta_t */
-    KN_DSM_Q_FETCH,      /* a = a page: its home's copy into the node's replica */
+    KN_DSM_Q_FETCH,      /* a = a page, b = pages from it (of one home block, at most
+                          * KN_DSM_FETCH_MAX): their home's copy into the node's replica */
 };
 #define KN_DSM_QF_MORE 1u    /* RELEASE: more runs of this ticket follow in another request */
 
@@ -119,6 +120,7 @@ typedef struct kn_dsm_init {
     char data[KN_DSM_NAME_MAX], twin[KN_DSM_NAME_MAX], meta[KN_DSM_NAME_MAX];
 } kn_dsm_init_t;
 
+#define KN_DSM_FETCH_MAX 16u     /* pages of one fetch */
 #define KN_DSM_RUNS_MAX 65536u  /* runs in one RELEASE request */
 #define KN_DSM_MASKS_MAX 1024u  /* masks in one RELEASE request */
 
@@ -143,8 +145,8 @@ enum kn_dsm_msg_type {
     KN_DSM_M_ACQ,        /* to node 0: a = log position, b = rank, ticket = token */
     KN_DSM_M_DELTA,      /* from node 0 (to ACQ, or a GRANT under invalidate): a = new
                           * position, `bytes` / 4 page numbers follow, ticket = token */
-    KN_DSM_M_FETCH,      /* to a home: a = page, ticket = token */
-    KN_DSM_M_PAGE,       /* from the home: a = page, b = crc32c, KN_DSM_PAGE bytes follow */
+    KN_DSM_M_FETCH,      /* to a home: a = page, b = pages, ticket = token */
+    KN_DSM_M_PAGE,       /* from the home: a = page, c = pages, b = their crc32c, c * KN_DSM_PAGE bytes follow */
 };
 
 typedef struct kn_dsm_msg {

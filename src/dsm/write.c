@@ -89,8 +89,16 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     uint64_t p = (uint64_t)(a - base) / KN_DSM_PAGE;
     uint64_t bit = 1ull << (p % 64);
     if (kn_dsm.inval && (atomic_load(&kn_dsm.inval[p / 64]) & bit)) {
-        /* invalidate: another node wrote the page since; its home has it */
-        kn_dsm_q_t q = {.op = KN_DSM_Q_FETCH, .a = p};
+        /* invalidate: another node wrote the page since; its home has it.
+         * A reader going on from the page before fetches the invalid
+         * pages after it too, as far as they share the home block. */
+        static __thread __attribute__((tls_model("initial-exec"))) uint64_t last = UINT64_MAX;
+        uint64_t n = 1, block_end = (p / kn_dsm.home_pages + 1) * kn_dsm.home_pages;
+        if (last + 1 == p)
+            while (n < KN_DSM_FETCH_MAX && p + n < block_end && p + n < kn_dsm.npages &&
+                   (atomic_load(&kn_dsm.inval[(p + n) / 64]) & (1ull << ((p + n) % 64))))
+                n++;
+        kn_dsm_q_t q = {.op = KN_DSM_Q_FETCH, .a = p, .b = n};
         knit_status_t st = kn_off_request_quiet(kn_dsm.mod, &q, sizeof(q));
         if (st != KNIT_OK) {
             static const char msg[] = "knit: dsm: a page of the region could not be fetched from its home node "
@@ -99,9 +107,11 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
                 abort();
             abort();
         }
-        atomic_fetch_and(&kn_dsm.inval[p / 64], ~bit);
-        atomic_fetch_add_explicit(&kn_dsm.meta->c.fetches, 1, memory_order_relaxed);
-        mprotect(base + p * KN_DSM_PAGE, KN_DSM_PAGE, PROT_READ); /* a write faults once more, below */
+        for (uint64_t i = 0; i < n; i++)
+            atomic_fetch_and(&kn_dsm.inval[(p + i) / 64], ~(1ull << ((p + i) % 64)));
+        last = p + n - 1;
+        atomic_fetch_add_explicit(&kn_dsm.meta->c.fetches, n, memory_order_relaxed);
+        mprotect(base + p * KN_DSM_PAGE, n * KN_DSM_PAGE, PROT_READ); /* a write faults once more, below */
         errno = saved;
         return;
     }

@@ -848,7 +848,7 @@ knit_status_t knit_module_request(knit_module_t *m, const void *args, size_t len
  * point-to-point engine).  One per thread at a time. */
 knit_status_t kn_off_request_quiet(knit_module_t *m, const void *args, size_t len)
 {
-    static __thread knit_mreq_t r;
+    static __thread __attribute__((tls_model("initial-exec"))) knit_mreq_t r; /* (no allocation at first use) */
     if (!m || len > KN_OFF_INLINE || (len && !args) || m->where == KNIT_MODULE_HOST)
         return KNIT_ERR_INVAL;
     if (C.agent_dead)
