@@ -17,7 +17,8 @@
  *   dsm pattern NAME REPS the protocols' three access patterns (median ms
  *                         per round):
  *                           onewriter  rank 0 writes 4 MiB, barrier, every
- *                                      rank reads it all, barrier
+ *                                      rank reads it all, barrier (every
+ *                                      word gets a new value: val())
  *                           blocks     each rank writes its 1 MiB block,
  *                                      barrier, every rank reads all blocks
  *                           migratory  16 KiB under one lock, each rank in
@@ -176,6 +177,14 @@ static void bw(size_t n, int reps)
     free(tw);
 }
 
+/* a new value for every word in every round (every byte changes, as
+ * doubles of a computation mostly do) */
+static inline uint64_t val(size_t i, int r)
+{
+    uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull + (uint64_t)r * 0xff51afd7ed558ccdull + 1;
+    return x ^ (x >> 29) ^ 0x8080808080808080ull;
+}
+
 static void pattern(const char *name, int reps)
 {
     double *t = calloc((size_t)reps, sizeof(double));
@@ -188,14 +197,14 @@ static void pattern(const char *name, int reps)
             size_t n = (4u << 20) / 8;
             if (rank == 0)
                 for (size_t i = 0; i < n; i++)
-                    a[i] = i + (uint64_t)r;
+                    a[i] = val(i, r);
             ok(knit_dsm_barrier(), "barrier");
             for (size_t i = 0; i < n; i++)
                 sink += a[i];
         } else if (!strcmp(name, "blocks")) {
             size_t n = (1u << 20) / 8;
             for (size_t i = 0; i < n; i++)
-                a[(size_t)rank * n + i] = i + (uint64_t)r;
+                a[(size_t)rank * n + i] = val(i, r);
             ok(knit_dsm_barrier(), "barrier");
             for (size_t i = 0; i < n * (size_t)size; i++)
                 sink += a[i];

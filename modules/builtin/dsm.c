@@ -136,12 +136,12 @@ static void apply_masked(state_t *s, uint64_t off, const unsigned char *mask, co
                 memcpy(t + i, src + i, 8);
             continue;
         }
-        for (uint64_t b = 0; mb && b < n; b++)
-            if (mb & (1u << b)) {
-                d[i + b] = src[i + b];
-                if (twin)
-                    t[i + b] = src[i + b];
-            }
+        for (mb &= (1u << n) - 1; mb; mb &= mb - 1) { /* byte by byte: a rank of the node may be writing the others */
+            unsigned b = (unsigned)__builtin_ctz(mb);
+            d[i + b] = src[i + b];
+            if (twin)
+                t[i + b] = src[i + b];
+        }
     }
     kn_dsm_page_unlock(pg);
 }

@@ -339,9 +339,11 @@ static void twin_take(uint64_t p, uint64_t from, uint64_t to)
             continue;
         }
         const unsigned char *mask = kn_dsm.masks + (uint64_t)(run->mask - 1) * KN_DSM_MASK;
-        for (uint64_t i = 0; i < run->len; i++)
-            if (mask[i / 8] & (1u << (i % 8)))
-                kn_dsm.twin[run->off + i] = kn_dsm.base[run->off + i];
+        for (uint64_t w = 0; w < run->len / 8; w++)
+            for (unsigned mb = mask[w]; mb; mb &= mb - 1) {
+                uint64_t at = run->off + w * 8 + (unsigned)__builtin_ctz(mb);
+                kn_dsm.twin[at] = kn_dsm.base[at];
+            }
     }
 }
 
