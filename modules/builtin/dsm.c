@@ -367,20 +367,38 @@ static uint64_t frame_put(state_t *s, const part_t *p, char *at, uint64_t n)
     return kn_dsm_frame_bytes(f);
 }
 
-/* Build one update message from the parts and send it; 0 when there
- * was nothing (or no room in the window). */
-static int send_one(knit_mod_ctx_t *m, state_t *s)
+/* The frame of the next n bytes of p at `at`: where the next one goes. */
+static char *frame_add(state_t *s, part_t *p, char *at, uint64_t n, uint64_t *data, uint64_t *nf)
 {
-    part_t *p = s->parts;
-    if (!p || s->inflight >= s->window)
-        return 0;
+    uint64_t b = frame_put(s, p, at, n);
+    *data += b;
+    (*nf)++;
+    advance(p, n);
+    return at + sizeof(kn_dsm_frame_t) + kn_dsm_pad8(b);
+}
+
+/* The message in s->buf, its frames ending at `at`, to dest (if any). */
+static void msg_send(knit_mod_ctx_t *m, state_t *s, const part_t *p, uint32_t type, int32_t dest, const char *at,
+                     uint64_t data, uint64_t nf)
+{
+    if (!nf)
+        return;
     kn_dsm_msg_t *h = (kn_dsm_msg_t *)s->buf;
-    char *at = (char *)(h + 1);
+    *h = (kn_dsm_msg_t){.type = type, .origin = s->self, .ticket = p->ticket, .a = data,
+                        .bytes = (uint64_t)(at - (char *)(h + 1))};
+    sent(m, s, p, K->send(m, dest, s->buf, (uint64_t)(at - s->buf)), nf, data);
+}
+
+/* The ring's next message: a run of DIRECT_MIN bytes and more streamed
+ * from the replica, else frames of the runs as far as they fit. */
+static void ring_message(knit_mod_ctx_t *m, state_t *s, part_t *p, char *at)
+{
     uint64_t data = 0, nf = 0;
-    const kn_dsm_run_t *r = p->at < p->nruns ? &p->runs[p->at] : NULL;
-    if (r && !r->mask && r->len - p->done >= DIRECT_MIN) {
+    const kn_dsm_run_t *r = &p->runs[p->at];
+    if (!r->mask && r->len - p->done >= DIRECT_MIN) {
         uint64_t n = r->len - p->done < s->frame ? r->len - p->done : s->frame;
         kn_dsm_frame_t *f = (kn_dsm_frame_t *)at;
+        kn_dsm_msg_t *h = (kn_dsm_msg_t *)s->buf;
         f->off = r->off + p->done;
         f->len = (uint32_t)n;
         frame_seal(s, f, s->data + f->off);
@@ -388,37 +406,22 @@ static int send_one(knit_mod_ctx_t *m, state_t *s)
                             .bytes = sizeof(*f) + n};
         sent(m, s, p, K->send_hdr(m, s->next, h, sizeof(*h) + sizeof(*f), s->data + f->off, n), 1, n);
         advance(p, n);
-    } else {
-        while (p->at < p->nruns && data < s->frame && nf < 64) {
-            uint64_t n = piece(p, s->frame - data, s->size);
-            if (!n)
-                break;
-            uint64_t b = frame_put(s, p, at, n);
-            at += sizeof(kn_dsm_frame_t) + kn_dsm_pad8(b);
-            data += b;
-            nf++;
-            advance(p, n);
-        }
-        if (nf) {
-            *h = (kn_dsm_msg_t){.type = KN_DSM_M_UPD, .origin = s->self, .ticket = p->ticket, .a = data,
-                                .bytes = (uint64_t)(at - (char *)(h + 1))};
-            sent(m, s, p, K->send(m, s->next, s->buf, (uint64_t)(at - s->buf)), nf, data);
-        }
+        return;
     }
-    part_done(m, s, p);
-    return 1;
+    while (p->at < p->nruns && data < s->frame && nf < 64) {
+        uint64_t n = piece(p, s->frame - data, s->size);
+        if (!n)
+            break;
+        at = frame_add(s, p, at, n, &data, &nf);
+    }
+    msg_send(m, s, p, KN_DSM_M_UPD, s->next, at, data, nf);
 }
 
-/* Invalidate: the next message of the first part, to the home of the
- * pages it starts with (its frames: pieces of runs up to the end of a
- * home's block of pages); pieces homed here are in place already. */
-static int send_one_home(knit_mod_ctx_t *m, state_t *s)
+/* Invalidate: the next message to the home of the pages the part goes on
+ * with (frames: pieces of runs up to the end of a home's block of pages);
+ * pieces homed here are in place already. */
+static void home_message(knit_mod_ctx_t *m, state_t *s, part_t *p, char *at)
 {
-    part_t *p = s->parts;
-    if (!p || s->inflight >= s->window)
-        return 0;
-    kn_dsm_msg_t *h = (kn_dsm_msg_t *)s->buf;
-    char *at = (char *)(h + 1);
     uint64_t data = 0, nf = 0;
     int32_t home = -1;
     while (p->at < p->nruns && data < s->frame && nf < 64) {
@@ -435,16 +438,24 @@ static int send_one_home(knit_mod_ctx_t *m, state_t *s)
         if (!n)
             break;
         home = hn;
-        uint64_t b = frame_put(s, p, at, n);
-        at += sizeof(kn_dsm_frame_t) + kn_dsm_pad8(b);
-        data += b;
-        nf++;
-        advance(p, n);
+        at = frame_add(s, p, at, n, &data, &nf);
     }
-    if (nf) {
-        *h = (kn_dsm_msg_t){.type = KN_DSM_M_HUPD, .origin = s->self, .ticket = p->ticket, .a = data,
-                            .bytes = (uint64_t)(at - (char *)(h + 1))};
-        sent(m, s, p, K->send(m, home, s->buf, (uint64_t)(at - s->buf)), nf, data);
+    msg_send(m, s, p, KN_DSM_M_HUPD, home, at, data, nf);
+}
+
+/* Build one update message from the parts and send it; 0 when there
+ * was nothing (or no room in the window). */
+static int send_one(knit_mod_ctx_t *m, state_t *s)
+{
+    part_t *p = s->parts;
+    if (!p || s->inflight >= s->window)
+        return 0;
+    char *at = s->buf + sizeof(kn_dsm_msg_t);
+    if (p->at < p->nruns) {
+        if (s->protocol)
+            home_message(m, s, p, at);
+        else
+            ring_message(m, s, p, at);
     }
     part_done(m, s, p);
     return 1;
@@ -466,7 +477,7 @@ static void pump(knit_mod_ctx_t *m, state_t *s)
         return;
     }
     if (s->protocol) { /* invalidate: to the homes, no ring, no token */
-        while (send_one_home(m, s))
+        while (send_one(m, s))
             ;
         return;
     }

@@ -353,14 +353,14 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Write-protect the pages of list (sorted), a range per call. */
-static void protect(const uint32_t *list, uint64_t n)
+/* The pages of list (sorted) get access prot, a range per call. */
+static void protect(const uint32_t *list, uint64_t n, int prot)
 {
     for (uint64_t i = 0; i < n;) {
         uint64_t j = i + 1;
         while (j < n && list[j] == list[j - 1] + 1)
             j++;
-        mprotect(kn_dsm.base + (uint64_t)list[i] * KN_DSM_PAGE, (j - i) * KN_DSM_PAGE, PROT_READ);
+        mprotect(kn_dsm.base + (uint64_t)list[i] * KN_DSM_PAGE, (j - i) * KN_DSM_PAGE, prot);
         i = j;
     }
 }
@@ -447,13 +447,7 @@ void kn_dsm_invalidate(const kn_dsm_delta_t *d)
     qsort(pages, n, sizeof(uint32_t), cmp_u32);
     for (uint64_t i = 0; i < n; i++)
         atomic_fetch_or(&kn_dsm.inval[pages[i] / 64], 1ull << (pages[i] % 64));
-    for (uint64_t i = 0; i < n;) {
-        uint64_t j = i + 1;
-        while (j < n && pages[j] == pages[j - 1] + 1)
-            j++;
-        mprotect(kn_dsm.base + (uint64_t)pages[i] * KN_DSM_PAGE, (j - i) * KN_DSM_PAGE, PROT_NONE);
-        i = j;
-    }
+    protect(pages, n, PROT_NONE);
     atomic_fetch_add_explicit(&kn_dsm.meta->c.invalidated, n, memory_order_relaxed);
     kn_dsm.pos = d->pos;
 }
@@ -475,7 +469,7 @@ knit_status_t kn_dsm_release(void)
     if (!np)
         return KNIT_OK; /* nothing written since the last release (which waited for it all) */
     qsort(list, np, sizeof(uint32_t), cmp_u32);
-    protect(list, np);
+    protect(list, np, PROT_READ);
     for (uint64_t i = 0; i < np; i++)
         atomic_fetch_and(&kn_dsm.bits[list[i] / 64], ~(1ull << (list[i] % 64)));
     kn_dsm_counters_t *c = &kn_dsm.meta->c;
