@@ -1,7 +1,7 @@
 /*
  * The calls that order the region's accesses (flush, locks, barrier) and
  * its memory (docs/dsm.md).  Locks and memory are node 0's agent's (the
- * lockmgr in modules/builtin/dsm.c).  A process makes one request to its
+ * lockmgr, modules/builtin/dsm_lockmgr.c).  A process makes one request to its
  * agent at a time (kn_dsm.call), so the calls may come from any thread;
  * a thread waiting for a lock holds up the process's other DSM calls
  * until the grant.

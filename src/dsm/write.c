@@ -1,6 +1,6 @@
 /*
- * Finding this process's writes to the region and releasing them
- * (write-update protocol, docs/dsm.md).
+ * Finding this process's writes to the region and releasing them, and
+ * (invalidate) the pages an acquire takes away (docs/dsm.md).
  *
  * Every page is read-only in a process until it writes there.  The first
  * write faults; the handler takes the page's lock, makes the node's twin
@@ -22,7 +22,17 @@
  * of the node up to the bound came back around the ring: a diff of
  * another rank of the node may have sent (and taken into the twin) what
  * this one wrote, and that rank's ticket, taken before its diff, is then
- * within the bound.
+ * within the bound.  A page whose changes are scattered goes as one
+ * masked run (dsm_mod.h).  Under invalidate the agent sends the runs to
+ * the pages' homes rather than around the ring (a page homed on this
+ * node is in place: not even diffed), and the release's last part names
+ * its pages for node 0's log of write notices.
+ *
+ * Under invalidate an acquire (sync.c) takes every access to the pages
+ * other nodes wrote; the next access faults here and fetches the page
+ * (and, for a reader going on from the page before, the invalid pages
+ * after it in its home block) from its home through the agent, with a
+ * request that allocates nothing (the fault may come inside knit).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -477,13 +487,13 @@ knit_status_t kn_dsm_release(void)
     diff_t d = {0};
     uint64_t nruns = 0, part_from = 0;
     parts_t ps = {.st = KNIT_OK};
-    for (uint64_t i = 0; i < np && ps.st == KNIT_OK; i++) {
+    for (uint64_t i = 0; i < np; i++) { /* (after a failure, the pages' counts still go down) */
         uint64_t p = list[i];
         kn_dsm_page_t *pg = &kn_dsm.pages[p];
         uint64_t first = d.n;
         kn_dsm_page_lock(pg);
         int home_here = kn_dsm.invalidate && kn_dsm_home(p, kn_dsm.home_pages, kn_dsm.nnodes) == kn_dsm.node;
-        if (!home_here && diff_page(p, &d) < 0) /* (a page homed here is in place) */
+        if (ps.st == KNIT_OK && !home_here && diff_page(p, &d) < 0) /* (a page homed here is in place) */
             ps.st = KNIT_ERR_NOMEM;
         uint32_t refs = atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS;
         if (refs > 1 && !home_here) /* others of the node still write it: the twin takes what goes out */
@@ -492,8 +502,9 @@ knit_status_t kn_dsm_release(void)
             atomic_fetch_sub_explicit(pg, 1, memory_order_relaxed);
         kn_dsm_page_unlock(pg);
         nruns += d.n - first;
-        if (i + 1 < np && (d.bytes - part_from >= PART_BYTES || d.n + KN_DSM_SCATTER + 1 > KN_DSM_RUNS_MAX ||
-                           d.nmasks == KN_DSM_MASKS_MAX)) {
+        if (ps.st == KNIT_OK && i + 1 < np &&
+            (d.bytes - part_from >= PART_BYTES || d.n + KN_DSM_SCATTER + 1 > KN_DSM_RUNS_MAX ||
+             d.nmasks == KN_DSM_MASKS_MAX)) {
             part_send(&ps, &d, t, 0, 0, NULL, 0);
             part_from = d.bytes;
         }
