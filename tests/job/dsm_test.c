@@ -27,6 +27,11 @@
  *                        and says why
  *   dsm_test die         rank 1 dirties 48 MiB and is killed while it
  *                        releases them (the job must end, not hang)
+ *   dsm_test threads     (update) 4 threads per rank allocate from the region
+ *                        at once and write their own bytes of shared pages
+ *                        (faults of one page from several threads at once);
+ *                        after the join and a barrier every rank reads every
+ *                        thread's bytes
  *   dsm_test errors      bad calls return errors and lose nothing
  * Every case runs under both protocols (KNIT_DSM_PROTOCOL).  Prints
  * "ok CASE" on rank 0 when every rank passed.
@@ -331,6 +336,64 @@ static void die(void)
     CHECK(0, "the job went on after rank 1 died");
 }
 
+enum { NTHREADS = 4 };
+
+typedef struct targ {
+    int t;
+    unsigned char *shared;
+    size_t n;
+    char *mine;
+} targ_t;
+
+static void *thread_body(void *arg)
+{
+    targ_t *a = arg;
+    a->mine = knit_dsm_alloc(5000 + (size_t)a->t); /* at once from every thread */
+    if (!a->mine)
+        return NULL;
+    memset(a->mine, 100 + a->t, 5000 + (size_t)a->t);
+    int k = rank * NTHREADS + a->t, all = size * NTHREADS; /* this thread's bytes of the shared pages */
+    for (int round = 0; round < 3; round++)
+        for (size_t i = (size_t)k; i < a->n; i += (size_t)all)
+            a->shared[i] = (unsigned char)(i * 13 + (size_t)k + (size_t)round);
+    return a;
+}
+
+static void threads(void)
+{
+    size_t n = 6 * 4096;
+    unsigned char *shared = (unsigned char *)knit_dsm_base() + knit_dsm_size() / 2; /* (the blocks come from the start) */
+    pthread_t th[NTHREADS];
+    targ_t arg[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        arg[t] = (targ_t){.t = t, .shared = shared, .n = n};
+        CHECK(pthread_create(&th[t], NULL, thread_body, &arg[t]) == 0, "pthread_create");
+    }
+    for (int t = 0; t < NTHREADS; t++) {
+        void *r;
+        pthread_join(th[t], &r);
+        CHECK(r, "thread %d: alloc: %s", t, knit_dsm_last_error());
+    }
+    uint64_t mine[NTHREADS], *all = malloc((size_t)size * NTHREADS * sizeof(uint64_t));
+    CHECK(all, "no memory");
+    for (int t = 0; t < NTHREADS; t++)
+        mine[t] = (uint64_t)(uintptr_t)arg[t].mine;
+    OK(knit_allgather(world, mine, all, NTHREADS, KNIT_UINT64));
+    OK(knit_dsm_barrier());
+    for (size_t i = 0; i < n; i++) {
+        size_t k = i % (size_t)(size * NTHREADS);
+        CHECK(shared[i] == (unsigned char)(i * 13 + k + 2), "byte %zu: %u", i, shared[i]);
+    }
+    for (int r = 0; r < size; r++)
+        for (int t = 0; t < NTHREADS; t++) {
+            const unsigned char *b = (const unsigned char *)(uintptr_t)all[r * NTHREADS + t];
+            for (size_t i = 0; i < 5000 + (size_t)t; i++)
+                CHECK(b[i] == 100 + t, "rank %d thread %d's block, byte %zu: %u", r, t, i, b[i]);
+        }
+    same_everywhere(knit_dsm_base(), knit_dsm_size(), "the whole region");
+    free(all);
+}
+
 static void errors(void)
 {
     CHECK(knit_dsm_init(ctx, 0) == KNIT_ERR_STATE, "a second init");
@@ -406,6 +469,8 @@ int main(int argc, char **argv)
         die();
     else if (!strcmp(cs, "errors"))
         errors();
+    else if (!strcmp(cs, "threads"))
+        threads();
     else
         CHECK(0, "unknown case %s", cs);
     if (strcmp(cs, "corrupt"))

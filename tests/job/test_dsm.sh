@@ -45,6 +45,12 @@ for p in update invalidate invalidate:4k; do
         fail "dsm.$tag.bad_crc_detected" "status $RC: $(tail -n 3 "$ERR" | tr '\n' '|')"
     fi
 done
+# threads: several of a rank fault on one page at once, allocate at once
+for l in 2:1 4:2 3:3; do
+    run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 "$T" threads
+    expect_ok "dsm.update.threads.n${l%:*}.nodes${l#*:}" threads
+done
+
 # a region of 8 GiB: sparse, untouched pages cost nothing
 run "$KNITRUN" -n 2 --nodes 2 --timeout 60 -x KNIT_DSM_SIZE=8g "$T" stress
 expect_ok dsm.sparse.8g stress
