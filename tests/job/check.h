@@ -47,7 +47,7 @@ static inline double check_now(void)
         CHECK(st_ == KNIT_OK, "%s returned %s", #call, knit_strerror(st_)); \
     } while (0)
 
-/* "64", "8k", "4m" */
+/* "64", "8k", "4m", "8g" */
 static inline size_t parse_size(const char *s)
 {
     char *end;
@@ -56,6 +56,8 @@ static inline size_t parse_size(const char *s)
         v <<= 10;
     if (*end == 'm')
         v <<= 20;
+    if (*end == 'g')
+        v <<= 30;
     return v;
 }
 

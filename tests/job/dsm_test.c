@@ -32,6 +32,10 @@
  *                        (faults of one page from several threads at once);
  *                        after the join and a barrier every rank reads every
  *                        thread's bytes
+ *   dsm_test sparse SIZE a region of SIZE bytes: every rank writes a page at
+ *                        its start, middle and end; all see them; the
+ *                        node's files hold a few pages, not SIZE
+ *   dsm_test size        the region of knit_dsm_init(ctx, 0) is KNIT_DSM_SIZE
  *   dsm_test errors      bad calls return errors and lose nothing
  * Every case runs under both protocols (KNIT_DSM_PROTOCOL).  Prints
  * "ok CASE" on rank 0 when every rank passed.
@@ -43,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "knit.h"
@@ -394,6 +399,30 @@ static void threads(void)
     free(all);
 }
 
+static void sparse(void)
+{
+    char *a = knit_dsm_base();
+    size_t n = knit_dsm_size(), at[3] = {0, n / 2, n - 4096};
+    for (int k = 0; k < 3; k++)
+        a[at[k] + (size_t)rank] = (char)(rank + 1);
+    OK(knit_dsm_barrier());
+    for (int k = 0; k < 3; k++)
+        for (int r = 0; r < size; r++)
+            CHECK(a[at[k] + (size_t)r] == r + 1, "offset %zu + %d", at[k], r);
+    const char *job = getenv("KNIT_JOBID");
+    CHECK(job, "KNIT_JOBID is not set");
+    static const char *file[] = {"data", "twin", "meta"};
+    for (int f = 0; f < 3; f++) {
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof(path), "/dev/shm/knit-%s-n%d-dsm.%s", job, knit_node(ctx), file[f]);
+        CHECK(stat(path, &st) == 0, "stat %s", path);
+        CHECK((uint64_t)st.st_blocks * 512 <= (1u << 20), "%s holds %llu bytes of a %zu-byte region", path,
+              (unsigned long long)st.st_blocks * 512, n);
+    }
+    OK(knit_dsm_barrier());
+}
+
 static void errors(void)
 {
     CHECK(knit_dsm_init(ctx, 0) == KNIT_ERR_STATE, "a second init");
@@ -415,6 +444,7 @@ int main(int argc, char **argv)
     size = knit_size(ctx);
     world = knit_comm_world(ctx);
     const char *cs = argc > 1 ? argv[1] : "same";
+    /* (the region: 64 MiB, or the second argument's size; big's is its own) */
     size_t region = argc > 2 && strcmp(cs, "big") ? parse_size(argv[2]) : 0;
     if (!strcmp(cs, "refused")) {
         knit_status_t st = knit_dsm_init(ctx, 1 << 20);
@@ -444,7 +474,7 @@ int main(int argc, char **argv)
         OK(knit_finalize(ctx));
         return 0;
     }
-    OK(knit_dsm_init(ctx, region ? region : (64u << 20)));
+    OK(knit_dsm_init(ctx, region ? region : !strcmp(cs, "size") ? 0 : (64u << 20)));
     void *b = knit_dsm_base();
     uint64_t at = (uint64_t)(uintptr_t)b, *all = malloc((size_t)size * sizeof(uint64_t));
     OK(knit_allgather(world, &at, all, 1, KNIT_UINT64));
@@ -471,6 +501,10 @@ int main(int argc, char **argv)
         errors();
     else if (!strcmp(cs, "threads"))
         threads();
+    else if (!strcmp(cs, "sparse"))
+        sparse();
+    else if (!strcmp(cs, "size")) /* KNIT_DSM_SIZE=12m: init(ctx, 0) took it */
+        CHECK(knit_dsm_size() == (12u << 20), "the region has %zu bytes", knit_dsm_size());
     else
         CHECK(0, "unknown case %s", cs);
     if (strcmp(cs, "corrupt"))

@@ -51,9 +51,14 @@ for l in 2:1 4:2 3:3; do
     expect_ok "dsm.update.threads.n${l%:*}.nodes${l#*:}" threads
 done
 
-# a region of 8 GiB: sparse, untouched pages cost nothing
-run "$KNITRUN" -n 2 --nodes 2 --timeout 60 -x KNIT_DSM_SIZE=8g "$T" stress
-expect_ok dsm.sparse.8g stress
+# a region of 16 GiB (more than /dev/shm may hold): sparse, a page costs
+# memory once written; and KNIT_DSM_SIZE sets what init(ctx, 0) maps
+for p in update invalidate; do
+    run "$KNITRUN" -n 4 --nodes 2 --timeout 60 -x KNIT_DSM_PROTOCOL=$p "$T" sparse 16g
+    expect_ok "dsm.$p.sparse.16g" sparse
+done
+run "$KNITRUN" -n 2 --nodes 2 --timeout 60 -x KNIT_DSM_SIZE=12m "$T" size
+expect_ok dsm.size_from_env size
 
 # KNIT_STATS: each node's faults, diffs, frames and bytes
 run "$KNITRUN" -n 4 --nodes 2 --timeout 60 -x KNIT_STATS=1 "$T" same
