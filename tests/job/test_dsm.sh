@@ -83,6 +83,18 @@ else
     fail dsm.bad_address "status $RC: $(tail -n 2 "$ERR" | tr '\n' '|')"
 fi
 
+# the example, built with knitcc as a user would (the library linked dynamically)
+if "$ROOT/$BUILD/bin/knitcc" -O2 -o "$TMP/dsm_primes" "$ROOT/examples/dsm_primes.c" 2>"$TMP/cc"; then
+    run "$KNITRUN" -n 4 --nodes 2 --timeout 60 "$TMP/dsm_primes" 100000
+    if [ "$RC" -eq 0 ] && grep -q "^primes below 100000: 9592 (.* from 4 ranks on 2 nodes)$" "$OUT"; then
+        pass dsm.example.primes
+    else
+        fail dsm.example.primes "status $RC: $(cat "$OUT") $(tail -n 2 "$ERR" | tr '\n' '|')"
+    fi
+else
+    fail dsm.example.primes "knitcc: $(tail -n 3 "$TMP/cc" | tr '\n' '|')"
+fi
+
 # no agents: refused, with the reason
 run "$KNITRUN" -n 2 --nodes 2 --no-offload --timeout 60 "$T" refused
 if [ "$RC" -eq 0 ] && grep -q "needs the node agents" "$OUT"; then
