@@ -55,39 +55,54 @@ static void *map_file(const char *name, uint64_t len)
     return p == MAP_FAILED ? NULL : p;
 }
 
-static int32_t map_replica(knit_mod_ctx_t *m, state_t *s, const kn_dsm_init_t *in)
+/* INIT's settings, the replica at data, twin and meta (size bytes, as
+ * mapped by the caller: map_replica, or tests/fuzz/fuzz_dsmmod.c). */
+static int32_t replica_setup(state_t *s, const kn_dsm_init_t *in, char *data, char *twin, kn_dsm_meta_t *meta)
 {
-    if (s->mapped)
-        return KNIT_MOD_ERR_STATE;
-    if (!in->size || in->size % KN_DSM_PAGE || !in->frame || !in->window)
-        return KNIT_MOD_ERR_INVAL;
     uint64_t npages = in->size / KN_DSM_PAGE;
     s->size = in->size;
-    s->data_len = s->twin_len = in->size;
-    s->meta_len = kn_dsm_meta_bytes(npages);
-    s->data = map_file(in->data, s->data_len);
-    s->twin = map_file(in->twin, s->twin_len);
-    s->meta = map_file(in->meta, s->meta_len);
-    if (!s->data || !s->twin || !s->meta || s->meta->magic != KN_DSM_MAGIC || s->meta->size != in->size) {
-        K->log(m, KNIT_MOD_LOG_ERROR, "dsm: node %d cannot map its replica (%s, %s, %s): %s", s->self, in->data,
-               in->twin, in->meta, strerror(errno));
-        return KNIT_MOD_ERR_IO;
-    }
-    s->pages = kn_dsm_pages(s->meta);
+    s->data = data;
+    s->twin = twin;
+    s->meta = meta;
+    s->pages = kn_dsm_pages(meta);
     s->window = in->window;
     s->frame = in->frame;
     s->corrupt_every = in->corrupt_every;
     s->protocol = in->protocol == 1;
-    s->home_pages = in->home_pages ? in->home_pages : 1;
+    s->home_pages = in->home_pages;
     if (s->protocol && s->self == 0 && !(s->mark = calloc((npages + 63) / 64, sizeof(uint64_t))))
         return KNIT_MOD_ERR_NOMEM;
-    s->buf = malloc(sizeof(kn_dsm_msg_t) + (s->frame > KN_DSM_PAGE ? s->frame : KN_DSM_PAGE) +
-                    64 * (sizeof(kn_dsm_frame_t) + 8));
+    s->buf = malloc(sizeof(kn_dsm_msg_t) + s->frame + 64 * (sizeof(kn_dsm_frame_t) + 8));
     if (!s->buf)
         return KNIT_MOD_ERR_NOMEM;
     s->mapped = 1;
     atomic_store(&s->meta->ready, 1);
     return KNIT_MOD_OK;
+}
+
+static int32_t map_replica(knit_mod_ctx_t *m, state_t *s, const kn_dsm_init_t *in)
+{
+    if (s->mapped)
+        return KNIT_MOD_ERR_STATE;
+    /* (a masked frame, 4 KiB and its mask, fits any message) */
+    if (!in->size || in->size % KN_DSM_PAGE || in->size > (1ull << 46) || in->frame < 8192 ||
+        in->frame > (16u << 20) || !in->window || !in->home_pages || in->protocol > 1 ||
+        memchr(in->data, 0, sizeof(in->data)) == NULL || memchr(in->twin, 0, sizeof(in->twin)) == NULL ||
+        memchr(in->meta, 0, sizeof(in->meta)) == NULL)
+        return KNIT_MOD_ERR_INVAL;
+    s->data_len = s->twin_len = in->size;
+    s->meta_len = kn_dsm_meta_bytes(in->size / KN_DSM_PAGE);
+    char *data = map_file(in->data, s->data_len), *twin = map_file(in->twin, s->twin_len);
+    kn_dsm_meta_t *meta = map_file(in->meta, s->meta_len);
+    s->data = data; /* (unmapped at fini whatever happens next) */
+    s->twin = twin;
+    s->meta = meta;
+    if (!data || !twin || !meta || meta->magic != KN_DSM_MAGIC || meta->size != in->size) {
+        K->log(m, KNIT_MOD_LOG_ERROR, "dsm: node %d cannot map its replica (%s, %s, %s): %s", s->self, in->data,
+               in->twin, in->meta, strerror(errno));
+        return KNIT_MOD_ERR_IO;
+    }
+    return replica_setup(s, in, data, twin, meta);
 }
 
 /* Write len bytes at off of the region: into the replica and, where a
@@ -171,9 +186,14 @@ static void note(knit_mod_ctx_t *m, state_t *s, uint64_t token, const uint32_t *
     free(msg);
 }
 
-/* Complete the waiters whose bound is reached. */
+static void fetch_try(knit_mod_ctx_t *m, state_t *s);
+
+/* Complete the waiters whose bound is reached (and send the fetches that
+ * waited for this node's releases). */
 static void wake(knit_mod_ctx_t *m, state_t *s)
 {
+    if (s->fetches)
+        fetch_try(m, s);
     for (waiter_t **pp = &s->waiters; *pp;) {
         waiter_t *w = *pp;
         if (w->bound > s->prefix && !s->error) {
@@ -652,22 +672,61 @@ static void fetch_serve(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_ds
     free(msg);
 }
 
+/* Send the fetches that wait, if no release of this node is on its way:
+ * a release's bytes are in the replica (and maybe in a twin, taken as
+ * sent) before they are at their home, and a merge of the home's older
+ * copy would take them back. */
+static void fetch_try(knit_mod_ctx_t *m, state_t *s)
+{
+    uint64_t started = atomic_load(&s->meta->ticket);
+    if (s->prefix != started)
+        return;
+    for (fetch_t *f = s->fetches; f; f = f->next) {
+        if (f->sent)
+            continue;
+        kn_dsm_msg_t h = {.type = KN_DSM_M_FETCH, .origin = s->self, .ticket = f->token, .a = f->page, .b = f->n};
+        f->sent = 1;
+        f->ticket = started;
+        if (K->send(m, f->home, &h, sizeof(h)) != KNIT_MOD_OK)
+            f->sent = 0; /* (next time) */
+    }
+}
+
+static fetch_t *fetch_take(state_t *s, uint64_t token)
+{
+    for (fetch_t **pp = &s->fetches; *pp; pp = &(*pp)->next)
+        if ((*pp)->token == token && (*pp)->sent) {
+            fetch_t *f = *pp;
+            *pp = f->next;
+            return f;
+        }
+    return NULL;
+}
+
 /* Back from the home: into the replica, but for the bytes ranks of this
  * node changed and have not released (where a page differs from its
  * twin); the twin takes the home's bytes throughout, so that their
- * diffs hold their own writes only. */
+ * diffs hold their own writes only.  A release of this node that started
+ * since the fetch went (its diff may have taken bytes into the twin that
+ * are not home yet) sends the fetch again once it is home. */
 static void fetch_got(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, uint64_t len)
 {
     const unsigned char *src = (const unsigned char *)(h + 1);
+    fetch_t *f = fetch_take(s, h->ticket);
+    if (!f) {
+        K->log(m, KNIT_MOD_LOG_WARN, "dsm: node %d dropped pages it did not ask for", s->self);
+        return;
+    }
     uint64_t n = h->c;
-    if (!n || n > KN_DSM_FETCH_MAX || len != sizeof(*h) + n * KN_DSM_PAGE || h->a >= s->size / KN_DSM_PAGE ||
-        n > s->size / KN_DSM_PAGE - h->a || kn_crc32c(0, src, n * KN_DSM_PAGE) != (uint32_t)h->b) {
+    if (n != f->n || h->a != f->page || len != sizeof(*h) + n * KN_DSM_PAGE ||
+        kn_crc32c(0, src, n * KN_DSM_PAGE) != (uint32_t)h->b) {
         atomic_fetch_add(&s->meta->c.bad_crc, 1);
         char why[160];
         snprintf(why, sizeof(why), "page %llu from node %d failed its crc32c check at node %d",
-                 (unsigned long long)h->a, h->origin, s->self);
+                 (unsigned long long)f->page, h->origin, s->self);
         K->log(m, KNIT_MOD_LOG_ERROR, "dsm: %s", why);
-        K->complete(m, h->ticket, KNIT_MOD_ERR_IO, why, strlen(why) + 1);
+        K->complete(m, f->token, KNIT_MOD_ERR_IO, why, strlen(why) + 1);
+        free(f);
         return;
     }
     for (uint64_t k = 0; k < n; k++, src += KN_DSM_PAGE) {
@@ -675,6 +734,15 @@ static void fetch_got(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, uint
         unsigned char *d = (unsigned char *)s->data + (h->a + k) * KN_DSM_PAGE;
         unsigned char *t = (unsigned char *)s->twin + (h->a + k) * KN_DSM_PAGE;
         kn_dsm_page_lock(pg);
+        /* (a release takes its ticket before it diffs a page under this lock) */
+        if (atomic_load(&s->meta->ticket) != f->ticket) {
+            kn_dsm_page_unlock(pg);
+            f->sent = 0;
+            f->next = s->fetches;
+            s->fetches = f;
+            fetch_try(m, s);
+            return;
+        }
         if (atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) {
             for (unsigned i = 0; i < KN_DSM_PAGE; i++) {
                 if (d[i] == t[i])
@@ -688,7 +756,8 @@ static void fetch_got(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, uint
     }
     atomic_fetch_add(&s->meta->c.frames_in, 1);
     atomic_fetch_add(&s->meta->c.bytes_in, n * KN_DSM_PAGE);
-    K->complete(m, h->ticket, KNIT_MOD_OK, NULL, 0);
+    K->complete(m, f->token, KNIT_MOD_OK, NULL, 0);
+    free(f);
 }
 
 /* The answer to an acquire, to the rank that asked. */
@@ -752,9 +821,15 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
             K->complete(m, req->token, home < 0 ? KNIT_MOD_ERR_RANGE : KNIT_MOD_OK, NULL, 0);
             return;
         }
-        h.type = KN_DSM_M_FETCH;
-        if (K->send(m, home, &h, sizeof(h)) != KNIT_MOD_OK)
-            K->complete(m, req->token, KNIT_MOD_ERR_IO, NULL, 0);
+        fetch_t *f = q->b && q->b <= KN_DSM_FETCH_MAX ? malloc(sizeof(*f)) : NULL;
+        if (!f) {
+            K->complete(m, req->token, q->b && q->b <= KN_DSM_FETCH_MAX ? KNIT_MOD_ERR_NOMEM : KNIT_MOD_ERR_RANGE,
+                        NULL, 0);
+            return;
+        }
+        *f = (fetch_t){.next = s->fetches, .token = req->token, .page = q->a, .n = q->b, .home = home};
+        s->fetches = f;
+        fetch_try(m, s);
         return;
     }
     case KN_DSM_Q_UNLOCK:
@@ -898,6 +973,10 @@ static void dsm_fini(knit_mod_ctx_t *m)
     for (waiter_t *w = s->waiters, *n; w; w = n) {
         n = w->next;
         free(w);
+    }
+    for (fetch_t *f = s->fetches, *n; f; f = n) {
+        n = f->next;
+        free(f);
     }
     kn_lockmgr_fini(s);
     free(s->done);

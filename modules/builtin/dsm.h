@@ -35,6 +35,16 @@ typedef struct ticket {
     int sent_all;            /* its last part is sent */
 } ticket_t;
 
+/* invalidate: a rank's fetch, sent once no release of the node is on
+ * its way (the home's copy then holds all that the node released) */
+typedef struct fetch {
+    struct fetch *next;
+    uint64_t token, page, n;
+    int32_t home;
+    int sent;
+    uint64_t ticket;         /* the node's releases started when it was sent */
+} fetch_t;
+
 typedef struct waiter {
     struct waiter *next;
     uint64_t bound, token;
@@ -88,6 +98,7 @@ typedef struct state {
     uint64_t *done;          /* finished above the prefix (unsorted) */
     uint64_t ndone, done_cap;
     waiter_t *waiters;
+    fetch_t *fetches;        /* invalidate: waiting to go, or for their pages */
     uint64_t inflight;       /* bytes of this node's messages not acknowledged */
     char *buf;               /* one message being built */
     int32_t error;           /* sticky: a frame failed its check */

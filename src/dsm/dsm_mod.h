@@ -22,6 +22,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "util/compiler.h"
+
 #define KN_DSM_VERSION 2
 #define KN_DSM_PAGE 4096u
 #define KN_DSM_MAGIC 0x6b6e6974647330ull   /* "knitds0" */
@@ -202,7 +204,7 @@ static inline void kn_dsm_page_lock(kn_dsm_page_t *pg)
         if (spins > 64)
             sched_yield();
         else
-            __builtin_ia32_pause();
+            kn_cpu_relax();
     }
 }
 

@@ -43,6 +43,7 @@
 
 #include "dsm/dsm_int.h"
 #include "offload/offload.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 /* ------------------------------------------------------------ the fault */
@@ -50,7 +51,7 @@
 static void dirty_add(uint32_t p)
 {
     while (atomic_flag_test_and_set_explicit(&kn_dsm.dirty_lock, memory_order_acquire))
-        __builtin_ia32_pause();
+        kn_cpu_relax();
     kn_dsm.dirty[kn_dsm.ndirty++] = p;
     atomic_flag_clear_explicit(&kn_dsm.dirty_lock, memory_order_release);
 }
@@ -250,8 +251,7 @@ static void page_run(diff_t *d, uint64_t from, uint64_t to)
 
 /* 1: every byte of the page differs from the twin's (the common case of
  * a page rewritten: one run), in one vectorized pass. */
-__attribute__((target_clones("avx2", "default"), optimize("tree-vectorize"))) static int
-all_differ(const uint64_t *cur, const uint64_t *old)
+KN_VECTORIZED static int all_differ(const uint64_t *cur, const uint64_t *old)
 {
     uint64_t acc = 0;
     for (unsigned w = 0; w < KN_DSM_PAGE / 8; w++) {
@@ -469,7 +469,7 @@ knit_status_t kn_dsm_release(void)
         return KNIT_OK;
     }
     while (atomic_flag_test_and_set_explicit(&kn_dsm.dirty_lock, memory_order_acquire))
-        __builtin_ia32_pause();
+        kn_cpu_relax();
     uint32_t *list = kn_dsm.dirty;
     uint64_t np = kn_dsm.ndirty;
     kn_dsm.dirty = kn_dsm.work;

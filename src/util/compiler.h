@@ -15,6 +15,14 @@
 #define KN_ALIGN_UP(x, a) (((x) + (a) - 1) & ~((__typeof__(x))(a) - 1))
 #define KN_STATIC_ASSERT(c, msg) _Static_assert(c, msg)
 
+/* A function whose loops are worth vectorizing: with AVX2 where the cpu
+ * has it (gcc on x86-64 builds both and picks at load time). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KN_VECTORIZED __attribute__((target_clones("avx2", "default"), optimize("tree-vectorize")))
+#else
+#define KN_VECTORIZED
+#endif
+
 static inline void kn_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
