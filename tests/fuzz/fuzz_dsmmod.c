@@ -4,10 +4,8 @@
  * is compiled in here and run by a stand-in for node 0's agent of 3 nodes
  * (ranks 0 and 1 local), its replica 16 pages of memory here.  The input
  * starts with the protocol (u8 % 2: update, invalidate) and the home
- * block (u8 % 4 + 1 pages), then a script:
- *   0  a request from local rank (u8 % 2): args of u16 bytes
- *   1  a message from agent (u8 % 3): u16 bytes
- *   2  deliver what the module sent to itself (node 0), oldest first
+ * block (u8 % 4 + 1 pages), then modstub.h's script (messages from agents
+ * 0-2).
  * Properties: the module reads and writes only inside its replica (the
  * sanitizers watch), sends only to agents and completes each token of a
  * request at most once (a token named by a message from another agent is
@@ -20,20 +18,9 @@
 #define K kn_fuzz_dsm_services
 #include "../../modules/builtin/dsm.c"
 #include "../../modules/builtin/dsm_lockmgr.c"
+#include "modstub.h"
 
 #define PAGES 16u
-#define MAXTOK 256
-#define MAXQ 64
-
-static struct {
-    uint8_t done[MAXTOK]; /* 1: given, 2: completed */
-    struct {
-        uint8_t *b;
-        uint64_t len;
-    } q[MAXQ];
-    int nq;
-    void *state;
-} Z;
 
 static const knit_mod_geometry_t G = {.size = sizeof(G), .module_id = 1, .nranks = 6, .nnodes = 3, .self = 0,
                                       .self_kind = KNIT_MOD_AT_AGENT, .placement = KNIT_MOD_AT_AGENT,
@@ -51,15 +38,8 @@ static int32_t z_send_hdr(knit_mod_ctx_t *m, int32_t dest, const void *hdr, uint
     (void)m;
     KN_FUZZ_CHECK(dest >= 0 && dest < 3); /* the module talks to agents only */
     KN_FUZZ_CHECK(hlen + plen <= (64u << 20));
-    if (dest != 0 || Z.nq == MAXQ)
-        return KNIT_MOD_OK; /* another node's: gone; a full queue: dropped, as a lost peer would */
-    uint8_t *b = malloc(hlen + plen ? hlen + plen : 1);
-    if (hlen)
-        memcpy(b, hdr, hlen);
-    if (plen)
-        memcpy(b + hlen, payload, plen);
-    Z.q[Z.nq].b = b;
-    Z.q[Z.nq++].len = hlen + plen;
+    if (dest == 0) /* (another node's: gone) */
+        z_queue(hdr, hlen, payload, plen);
     return KNIT_MOD_OK;
 }
 
@@ -72,27 +52,10 @@ static int32_t z_complete(knit_mod_ctx_t *m, uint64_t token, int32_t status, con
 {
     (void)m, (void)status;
     KN_FUZZ_CHECK(len <= (64u << 20) && (!len || result));
-    if (token >= MAXTOK || Z.done[token] != 1)
+    if (token >= MAXTOK || zs.done[token] != 1)
         return KNIT_MOD_ERR_NOT_FOUND; /* the daemon's answer to a token it does not hold */
-    Z.done[token] = 2;
+    zs.done[token] = 2;
     return KNIT_MOD_OK;
-}
-
-static void z_set_state(knit_mod_ctx_t *m, void *s)
-{
-    (void)m;
-    Z.state = s;
-}
-
-static void *z_state(knit_mod_ctx_t *m)
-{
-    (void)m;
-    return Z.state;
-}
-
-static void z_log(knit_mod_ctx_t *m, int32_t level, const char *fmt, ...)
-{
-    (void)m, (void)level, (void)fmt;
 }
 
 static const knit_mod_services_t S_ = {
@@ -100,11 +63,16 @@ static const knit_mod_services_t S_ = {
     .complete = z_complete, .set_state = z_set_state, .state = z_state, .log = z_log, .send_hdr = z_send_hdr,
 };
 
+static int32_t any_agent(int i)
+{
+    return i;
+}
+
 KN_FUZZ_TARGET(dsmmod)
 {
     kn_fz_t f = {data, size};
-    memset(&Z, 0, sizeof(Z));
-    knit_mod_ctx_t *m = (knit_mod_ctx_t *)&Z; /* opaque to the module */
+    memset(&zs, 0, sizeof(zs));
+    knit_mod_ctx_t *m = (knit_mod_ctx_t *)&zs; /* opaque to the module */
     KN_FUZZ_CHECK(dsm_init(m, &S_) == KNIT_MOD_OK);
     /* the replica, as the node's lowest rank makes it */
     uint64_t bytes = PAGES * KN_DSM_PAGE, mlen = kn_dsm_meta_bytes(PAGES);
@@ -117,39 +85,7 @@ KN_FUZZ_TARGET(dsmmod)
     kn_dsm_init_t in = {.size = bytes, .window = 64u << 10, .frame = 8192, .protocol = kn_fz_u8(&f) % 2,
                         .home_pages = kn_fz_u8(&f) % 4 + 1};
     KN_FUZZ_CHECK(replica_setup(S(m), &in, rdata, rtwin, meta) == KNIT_MOD_OK);
-    uint64_t next = 1;
-    for (int steps = 0; f.n && steps < 200; steps++) {
-        uint8_t what = kn_fz_u8(&f) % 3;
-        if (what == 0 && next < MAXTOK) {
-            int32_t rank = kn_fz_u8(&f) % 2;
-            size_t got;
-            const uint8_t *p = kn_fz_bytes(&f, kn_fz_u16(&f), &got);
-            uint8_t *args = kn_fz_dup(p, got); /* the agent's copy, as long as the call */
-            knit_mod_request_t req = {.token = next, .rank = rank, .node = 0, .len = got};
-            Z.done[next++] = 1;
-            dsm_request(m, &req, args);
-            kn_fz_free(args, got);
-        } else if (what == 1) {
-            int32_t from = kn_fz_u8(&f) % 3;
-            size_t got;
-            const uint8_t *p = kn_fz_bytes(&f, kn_fz_u16(&f), &got);
-            uint8_t *msg = kn_fz_dup(p, got);
-            dsm_message(m, from, msg, got);
-            kn_fz_free(msg, got);
-        } else {
-            int k = Z.nq < 16 ? Z.nq : 16; /* what it sends meanwhile waits for the next round */
-            while (k-- > 0) {
-                uint8_t *b = Z.q[0].b;
-                uint64_t len = Z.q[0].len;
-                memmove(&Z.q[0], &Z.q[1], (size_t)(Z.nq - 1) * sizeof(Z.q[0]));
-                Z.nq--;
-                dsm_message(m, 0, b, len);
-                free(b);
-            }
-        }
-    }
-    for (int i = 0; i < Z.nq; i++)
-        free(Z.q[i].b);
+    z_script(&f, m, dsm_request, dsm_message, 3, any_agent);
     state_t *s = S(m);
     s->data = s->twin = NULL; /* (ours: not the module's to unmap) */
     s->meta = NULL;

@@ -15,23 +15,15 @@
 #include "fuzz.h"
 
 #include "../../modules/builtin/rma.c"
+#include "modstub.h"
 
 #define MEM (64u << 10)
 #define BASE 0x10000000ull
-#define MAXTOK 256
-#define MAXQ 64
 
 static struct {
     uint8_t mem[2][MEM];
-    uint8_t done[MAXTOK];   /* 1: given, 2: completed */
     void *blocks[4096];
     int nblocks;
-    struct {
-        uint8_t *b;
-        uint64_t len;
-    } q[MAXQ];
-    int nq;
-    void *state;
 } Z;
 
 static const knit_mod_geometry_t G = {.size = sizeof(G), .module_id = 1, .nranks = 4, .nnodes = 2, .self = 0,
@@ -49,11 +41,8 @@ static int32_t z_send(knit_mod_ctx_t *m, int32_t dest, const void *msg, uint64_t
     (void)m;
     KN_FUZZ_CHECK(dest >= 0 && dest < 2); /* the module talks to agents only */
     KN_FUZZ_CHECK(len <= (64u << 20)); /* a daemon message at most */
-    if (dest != 0 || Z.nq == MAXQ)
-        return KNIT_MOD_OK; /* node 1's: gone; a full queue: dropped, as a lost peer would */
-    Z.q[Z.nq].b = malloc(len ? len : 1);
-    memcpy(Z.q[Z.nq].b, msg, len);
-    Z.q[Z.nq++].len = len;
+    if (dest == 0) /* (node 1's: gone) */
+        z_queue(msg, len, NULL, 0);
     return KNIT_MOD_OK;
 }
 
@@ -89,9 +78,9 @@ static int32_t z_write(knit_mod_ctx_t *m, int32_t rank, uint64_t addr, const voi
 static int32_t z_complete(knit_mod_ctx_t *m, uint64_t token, int32_t status, const void *result, uint64_t len)
 {
     (void)m, (void)status, (void)result;
-    KN_FUZZ_CHECK(token < MAXTOK && Z.done[token] == 1); /* given, not completed yet */
+    KN_FUZZ_CHECK(token < MAXTOK && zs.done[token] == 1); /* given, not completed yet */
     KN_FUZZ_CHECK(len <= 8);
-    Z.done[token] = 2;
+    zs.done[token] = 2;
     return KNIT_MOD_OK;
 }
 
@@ -120,68 +109,25 @@ static void z_free(knit_mod_ctx_t *m, void *p)
     KN_FUZZ_CHECK(!"freed a block it did not allocate");
 }
 
-static void z_set_state(knit_mod_ctx_t *m, void *s)
-{
-    (void)m;
-    Z.state = s;
-}
-
-static void *z_state(knit_mod_ctx_t *m)
-{
-    (void)m;
-    return Z.state;
-}
-
-static void z_log(knit_mod_ctx_t *m, int32_t level, const char *fmt, ...)
-{
-    (void)m, (void)level, (void)fmt;
-}
-
 static const knit_mod_services_t S_ = {
     .abi_version = KNIT_MOD_ABI_VERSION, .size = sizeof(S_), .geometry = z_geometry, .send = z_send,
     .read_rank = z_read, .write_rank = z_write, .complete = z_complete, .alloc = z_alloc, .free = z_free,
     .set_state = z_set_state, .state = z_state, .log = z_log,
 };
 
+static int32_t from_agent_or_switch(int i)
+{
+    return i == 2 ? KNIT_MOD_SWITCH : i;
+}
+
 KN_FUZZ_TARGET(rmamod)
 {
     kn_fz_t f = {data, size};
     memset(&Z, 0, sizeof(Z));
+    memset(&zs, 0, sizeof(zs));
     knit_mod_ctx_t *m = (knit_mod_ctx_t *)&Z; /* opaque to the module */
     KN_FUZZ_CHECK(rma_init(m, &S_) == KNIT_MOD_OK);
-    uint64_t next = 1;
-    for (int steps = 0; f.n && steps < 200; steps++) {
-        uint8_t what = kn_fz_u8(&f) % 3;
-        if (what == 0 && next < MAXTOK) {
-            int32_t rank = kn_fz_u8(&f) % 2;
-            size_t got;
-            const uint8_t *p = kn_fz_bytes(&f, kn_fz_u16(&f), &got);
-            uint8_t *args = kn_fz_dup(p, got); /* the agent's copy, as long as the call */
-            knit_mod_request_t req = {.token = next, .rank = rank, .node = 0, .len = got};
-            Z.done[next++] = 1;
-            rma_request(m, &req, args);
-            kn_fz_free(args, got);
-        } else if (what == 1) {
-            int32_t from = kn_fz_u8(&f) % 3;
-            size_t got;
-            const uint8_t *p = kn_fz_bytes(&f, kn_fz_u16(&f), &got);
-            uint8_t *msg = kn_fz_dup(p, got);
-            rma_message(m, from == 2 ? KNIT_MOD_SWITCH : from, msg, got);
-            kn_fz_free(msg, got);
-        } else {
-            int k = Z.nq < 16 ? Z.nq : 16; /* what it sends meanwhile waits for the next round */
-            while (k-- > 0) {
-                uint8_t *b = Z.q[0].b;
-                uint64_t len = Z.q[0].len;
-                memmove(&Z.q[0], &Z.q[1], (size_t)(Z.nq - 1) * sizeof(Z.q[0]));
-                Z.nq--;
-                rma_message(m, 0, b, len);
-                free(b);
-            }
-        }
-    }
-    for (int i = 0; i < Z.nq; i++)
-        free(Z.q[i].b);
+    z_script(&f, m, rma_request, rma_message, 3, from_agent_or_switch);
     while (Z.nblocks)
         z_free(m, Z.blocks[0]);
     return 0;
