@@ -786,7 +786,7 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
 {
     state_t *s = S(m);
     const kn_dsm_q_t *q = args;
-    if (req->len < sizeof(*q)) {
+    if (!s || req->len < sizeof(*q)) { /* (a switch's instance has no state: nothing to ask it) */
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
         return;
     }
@@ -857,7 +857,7 @@ static void dsm_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64
 {
     state_t *s = S(m);
     const kn_dsm_msg_t *h = msg;
-    if (len < sizeof(*h) || from < 0 || from >= s->nnodes || kn_lockmgr_message(m, s, from, h, len))
+    if (!s || len < sizeof(*h) || from < 0 || from >= s->nnodes || kn_lockmgr_message(m, s, from, h, len))
         return;
     switch (h->type) {
     case KN_DSM_M_UPD:
