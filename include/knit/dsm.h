@@ -54,8 +54,9 @@ extern "C" {
 
 /* Collective over the job: map the region (size 0: KNIT_DSM_SIZE; a
  * multiple of 4096), zeroed, at the same address in every rank.
- * KNIT_ERR_STATE: already mapped; KNIT_ERR_NOT_SUPPORTED: no agents, or
- * a protocol not built yet; KNIT_ERR_NOMEM: some rank cannot map it there
+ * KNIT_ERR_STATE: already mapped; KNIT_ERR_NOT_SUPPORTED: no agents;
+ * KNIT_ERR_INVAL: a bad size or KNIT_DSM_* setting; KNIT_ERR_NOMEM: some
+ * rank cannot map it there
  * (knit_dsm_last_error names the rank and what it has at that address). */
 knit_status_t knit_dsm_init(knit_ctx_t *ctx, size_t size);
 /* Collective: a barrier, then the region is gone. */
