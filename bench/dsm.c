@@ -73,54 +73,47 @@ static double rounds_median(double *t, int n)
     return median(t, n);
 }
 
-/* Rounds separated by a barrier (untimed), as OSU's latency tests do. */
+/* What one round of the release latency does (i: the round). */
+enum { R_FLUSH, R_DSM_BARRIER, R_BCAST, R_BARRIER };
+
+static void round_op(int what, int i, char *buf)
+{
+    /* rank 0 writes a byte: pages 16-23, in the second home block of the
+     * default 64 KiB, whose home under invalidate is node 1 */
+    volatile char *a = knit_dsm_base();
+    if (what <= R_DSM_BARRIER && rank == 0)
+        a[(16 + (i & 7)) * 4096 + 64] = (char)i;
+    if (what == R_FLUSH && rank == 0)
+        ok(knit_dsm_flush(), "flush"); /* back once the update is in every replica (or home) */
+    else if (what == R_DSM_BARRIER)
+        ok(knit_dsm_barrier(), "barrier");
+    else if (what == R_BCAST)
+        ok(knit_bcast(world, buf, 4096, KNIT_BYTE, 0), "bcast"); /* the last receiver's time counts */
+    else if (what == R_BARRIER)
+        ok(knit_barrier(world), "barrier");
+}
+
+/* iters rounds of what (20 more first, untimed), separated by a barrier
+ * (untimed), as OSU's latency tests do: the median of the slowest rank's
+ * time per round */
+static double rounds(int what, int iters, double *t, char *buf)
+{
+    for (int i = -20; i < iters; i++) {
+        ok(knit_barrier(world), "barrier");
+        double t0 = now();
+        round_op(what, i, buf);
+        if (i >= 0)
+            t[i] = now() - t0;
+    }
+    return rounds_median(t, iters);
+}
+
 static void release(int iters)
 {
-    volatile char *a = knit_dsm_base();
     double *t = calloc((size_t)iters, sizeof(double));
     char *buf = calloc(1, 4096);
-    /* rank 0's flush after it wrote a byte: the update is in every replica
-     * (update), at its home (invalidate: pages 16-23, in the second home
-     * block of the default 64 KiB, whose home is node 1) */
-    for (int i = -20; i < iters; i++) {
-        ok(knit_barrier(world), "barrier");
-        double t0 = now();
-        if (rank == 0) {
-            a[(16 + (i & 7)) * 4096 + 64] = (char)i;
-            ok(knit_dsm_flush(), "flush");
-        }
-        if (i >= 0)
-            t[i] = now() - t0;
-    }
-    double rel = rounds_median(t, iters);
-    /* the same with every rank in knit_dsm_barrier */
-    for (int i = -20; i < iters; i++) {
-        ok(knit_barrier(world), "barrier");
-        double t0 = now();
-        if (rank == 0)
-            a[(16 + (i & 7)) * 4096 + 64] = (char)i;
-        ok(knit_dsm_barrier(), "barrier");
-        if (i >= 0)
-            t[i] = now() - t0;
-    }
-    double relbar = rounds_median(t, iters);
-    /* 4 KiB from rank 0 to everyone: the last receiver's time */
-    for (int i = -20; i < iters; i++) {
-        ok(knit_barrier(world), "barrier");
-        double t0 = now();
-        ok(knit_bcast(world, buf, 4096, KNIT_BYTE, 0), "bcast");
-        if (i >= 0)
-            t[i] = now() - t0;
-    }
-    double bc = rounds_median(t, iters);
-    for (int i = -20; i < iters; i++) {
-        ok(knit_barrier(world), "barrier");
-        double t0 = now();
-        ok(knit_barrier(world), "barrier");
-        if (i >= 0)
-            t[i] = now() - t0;
-    }
-    double bar = rounds_median(t, iters);
+    double rel = rounds(R_FLUSH, iters, t, buf), relbar = rounds(R_DSM_BARRIER, iters, t, buf);
+    double bc = rounds(R_BCAST, iters, t, buf), bar = rounds(R_BARRIER, iters, t, buf);
     if (rank == 0)
         printf("release_us %.2f dsm_barrier_us %.2f bcast4k_us %.2f barrier_us %.2f\n", rel * 1e6, relbar * 1e6,
                bc * 1e6, bar * 1e6);

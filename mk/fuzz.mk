@@ -34,7 +34,7 @@ $(FUZZ_DIR)/obj/%.o: %.c | $(FUZZ_STAMP)
 $(FUZZ_DIR)/libknit.a: $(FUZZ_LIB_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/modstub.h $(FUZZ_DIR)/libknit.a | $(FUZZ_STAMP)
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/standin.h $(FUZZ_DIR)/libknit.a | $(FUZZ_STAMP)
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -DKN_FUZZ_LIBFUZZER -fsanitize=fuzzer -o $@ $< \
 		$(FUZZ_DIR)/libknit.a $(LIBS)
 

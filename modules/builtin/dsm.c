@@ -90,11 +90,11 @@ static int32_t map_replica(knit_mod_ctx_t *m, state_t *s, const kn_dsm_init_t *i
         memchr(in->data, 0, sizeof(in->data)) == NULL || memchr(in->twin, 0, sizeof(in->twin)) == NULL ||
         memchr(in->meta, 0, sizeof(in->meta)) == NULL)
         return KNIT_MOD_ERR_INVAL;
-    s->data_len = s->twin_len = in->size;
+    s->size = in->size; /* (what fini unmaps, whatever happens next) */
     s->meta_len = kn_dsm_meta_bytes(in->size / KN_DSM_PAGE);
-    char *data = map_file(in->data, s->data_len), *twin = map_file(in->twin, s->twin_len);
+    char *data = map_file(in->data, in->size), *twin = map_file(in->twin, in->size);
     kn_dsm_meta_t *meta = map_file(in->meta, s->meta_len);
-    s->data = data; /* (unmapped at fini whatever happens next) */
+    s->data = data;
     s->twin = twin;
     s->meta = meta;
     if (!data || !twin || !meta || meta->magic != KN_DSM_MAGIC || meta->size != in->size) {
@@ -957,9 +957,9 @@ static void dsm_fini(knit_mod_ctx_t *m)
     if (!s)
         return;
     if (s->data)
-        munmap(s->data, s->data_len);
+        munmap(s->data, s->size);
     if (s->twin)
-        munmap(s->twin, s->twin_len);
+        munmap(s->twin, s->size);
     if (s->meta)
         munmap(s->meta, s->meta_len);
     for (part_t *p = s->parts, *n; p; p = n) {

@@ -83,7 +83,7 @@ typedef struct state {
     char *data, *twin;
     kn_dsm_meta_t *meta;
     kn_dsm_page_t *pages;
-    uint64_t size, data_len, twin_len, meta_len;
+    uint64_t size, meta_len;   /* the region's bytes (data and twin alike), the meta file's */
     uint64_t window, frame, corrupt_every, nframes;
     int protocol;            /* 0 update (the ring), 1 invalidate (homes) */
     uint64_t home_pages;

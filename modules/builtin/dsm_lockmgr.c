@@ -308,7 +308,7 @@ static void mem_req(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_ms
 {
     kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket};
     int32_t st;
-    if (!s->size) {
+    if (!s->mapped) {
         st = KNIT_MOD_ERR_STATE;
     } else if (!s->nfree && !s->nblk && !s->free_cap) { /* first use: the whole region is free */
         st = ext_insert(s, 0, (ext_t){0, s->size}) < 0 ? KNIT_MOD_ERR_NOMEM : KNIT_MOD_OK;

@@ -66,15 +66,16 @@ knit_status_t kn_dsm_ask(const void *args, size_t len, void *result, size_t cap)
 {
     knit_mreq_t *r;
     knit_status_t st = knit_module_request(kn_dsm.mod, args, len, &r);
-    if (st != KNIT_OK)
-        return st;
     char why[256] = "";
     size_t n = 0;
-    st = knit_request_wait(&r, result ? result : why, result ? cap : sizeof(why) - 1, &n);
-    if (st != KNIT_OK && !result && n)
-        kn_dsm_error("%.*s", (int)(n < sizeof(why) ? n : sizeof(why) - 1), why);
-    else if (st == KNIT_ERR_TRUNCATE && result)
+    if (st == KNIT_OK)
+        st = knit_request_wait(&r, result ? result : why, result ? cap : sizeof(why) - 1, &n);
+    if (st == KNIT_ERR_TRUNCATE && result)
         st = KNIT_ERR_PROTO;
+    if (st != KNIT_OK && !result && n) /* the agent's reason */
+        kn_dsm_error("%.*s", (int)(n < sizeof(why) ? n : sizeof(why) - 1), why);
+    else if (st != KNIT_OK)
+        kn_dsm_error("a request to the node's agent failed: %s", knit_strerror(st));
     return st;
 }
 

@@ -410,8 +410,10 @@ static void part_send(parts_t *ps, diff_t *d, uint64_t t, uint64_t bound, int la
     size_t len = sizeof(kn_dsm_q_t) + d->n * sizeof(kn_dsm_run_t) + d->nmasks * KN_DSM_MASK +
                  nnotes * sizeof(uint32_t);
     char *buf = ps->st == KNIT_OK ? malloc(len) : NULL;
-    if (ps->st == KNIT_OK && !buf)
+    if (ps->st == KNIT_OK && !buf) {
         ps->st = KNIT_ERR_NOMEM;
+        kn_dsm_error("rank %d: no memory for a release's list of changes", knit_rank(kn_dsm.ctx));
+    }
     if (buf) {
         kn_dsm_q_t *q = (kn_dsm_q_t *)buf;
         *q = (kn_dsm_q_t){.op = KN_DSM_Q_RELEASE, .flags = last ? 0 : KN_DSM_QF_MORE, .a = t, .b = bound,
@@ -516,7 +518,10 @@ knit_status_t kn_dsm_release(void)
     /* (a release that failed still notes its pages: a page it half sent
      * is better fetched than trusted) */
     part_send(&ps, &d, t, atomic_load(&kn_dsm.meta->ticket), 1, list, kn_dsm.invalidate ? np : 0);
+    knit_status_t last = ps.st; /* (the last part's request said why: kn_dsm_ask) */
     parts_wait(&ps);
+    if (last == KNIT_OK && failed == KNIT_OK && ps.st != KNIT_OK) /* an earlier part's */
+        failed = ps.st;
     atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->runs, nruns, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->released, d.bytes, memory_order_relaxed);
@@ -526,7 +531,5 @@ knit_status_t kn_dsm_release(void)
                      knit_rank(kn_dsm.ctx), knit_strerror(failed));
         return failed;
     }
-    if (ps.st != KNIT_OK && !kn_dsm.err[0])
-        kn_dsm_error("a release failed: %s", knit_strerror(ps.st));
     return ps.st;
 }

@@ -430,21 +430,36 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
     return MPI_SUCCESS;
 }
 
+/* The request *request names, which fn needs to be a real one, not of a
+ * nonblocking collective ("cannot be <what>"): its state, or -1 with the
+ * error in *err. */
+static int given_req(MPI_Request *request, kn_mpi_req_t **r, const char *fn, const char *what, int *err)
+{
+    if (!request) {
+        *err = kn_mpi_error(NULL, fn, MPI_ERR_REQUEST, "request is NULL");
+        return -1;
+    }
+    int s = req_state(*request, r, fn, err);
+    if (s == RQ_NULL) {
+        *err = kn_mpi_error(NULL, fn, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
+        return -1;
+    }
+    if (s >= 0 && ((*r)->coll || (*r)->nbr)) {
+        *err = kn_mpi_error((*r)->comm, fn, MPI_ERR_REQUEST, "the request of a nonblocking collective cannot be %s",
+                            what);
+        return -1;
+    }
+    return s;
+}
+
 int MPI_Request_free(MPI_Request *request)
 {
     KN_MPI_READY();
     int err;
-    if (!request)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is NULL");
     kn_mpi_req_t *r;
-    int s = req_state(*request, &r, __func__, &err);
+    int s = given_req(request, &r, __func__, "freed (MPI 6.12): complete it", &err);
     if (s < 0)
         return err;
-    if (s == RQ_NULL)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
-    if (r->coll || r->nbr)
-        return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST,
-                            "the request of a nonblocking collective cannot be freed (MPI 6.12): complete it");
     if (s == RQ_PENDING && r->rma) /* its operation completes now: nothing polls a freed one later */
         return complete(r, request, NULL);
     if (s == RQ_PENDING) {
@@ -465,19 +480,12 @@ int MPI_Cancel(MPI_Request *request)
 {
     KN_MPI_READY();
     int err;
-    if (!request)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is NULL");
     kn_mpi_req_t *r;
-    int s = req_state(*request, &r, __func__, &err);
+    int s = given_req(request, &r, __func__, "cancelled (MPI 6.12)", &err);
     if (s < 0)
         return err;
-    if (s == RQ_NULL)
-        return kn_mpi_error(NULL, __func__, MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL");
     if (s == RQ_INACTIVE)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST, "the persistent request is not active");
-    if (r->coll || r->nbr)
-        return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST,
-                            "the request of a nonblocking collective cannot be cancelled (MPI 6.12)");
     if (r->rma)
         return kn_mpi_error(r->comm, __func__, MPI_ERR_REQUEST, "one-sided operations cannot be cancelled");
     if (s == RQ_READY)

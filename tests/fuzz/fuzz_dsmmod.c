@@ -4,7 +4,7 @@
  * is compiled in here and run by a stand-in for node 0's agent of 3 nodes
  * (ranks 0 and 1 local), its replica 16 pages of memory here.  The input
  * starts with the protocol (u8 % 2: update, invalidate) and the home
- * block (u8 % 4 + 1 pages), then modstub.h's script (messages from agents
+ * block (u8 % 4 + 1 pages), then standin.h's script (messages from agents
  * 0-2).
  * Properties: the module reads and writes only inside its replica (the
  * sanitizers watch), sends only to agents and completes each token of a
@@ -18,7 +18,7 @@
 #define K kn_fuzz_dsm_services
 #include "../../modules/builtin/dsm.c"
 #include "../../modules/builtin/dsm_lockmgr.c"
-#include "modstub.h"
+#include "standin.h"
 
 #define PAGES 16u
 

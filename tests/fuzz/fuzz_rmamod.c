@@ -15,7 +15,7 @@
 #include "fuzz.h"
 
 #include "../../modules/builtin/rma.c"
-#include "modstub.h"
+#include "standin.h"
 
 #define MEM (64u << 10)
 #define BASE 0x10000000ull

@@ -8,8 +8,8 @@
  *   2  deliver what the module sent to itself, oldest first (16 at most)
  * Include after knit/module.h (the module's .c).
  */
-#ifndef KN_TESTS_FUZZ_MODSTUB_H
-#define KN_TESTS_FUZZ_MODSTUB_H
+#ifndef KN_TESTS_FUZZ_STANDIN_H
+#define KN_TESTS_FUZZ_STANDIN_H
 
 #define MAXTOK 256
 #define MAXQ 64
