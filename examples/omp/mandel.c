@@ -8,7 +8,7 @@
  * chunk handed out, barriers).  With plain libgomp it is one node.
  *
  *   gcc -O2 -fopenmp examples/omp/mandel.c -o mandel \
- *       $(pkg-config --cflags --libs libmicrohttpd libpng)
+ *       $(pkg-config --cflags --libs libmicrohttpd libpng) -lm
  *   ./mandel [-s 2048x2048] [-i 1000] [-o mandel.png]
  *   ./mandel --serve 8080          then open http://HOST:8080/
  *

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The OpenMP example examples/omp/mandel.c: bad arguments (usage, status 2);
 # the PNG and the summary it writes, whose checksum does not depend on the
-# schedule (chunk, threads); and --serve: the server answers while it
-# computes, /progress reaches every row, /image.png is complete and shows
+# schedule (chunk, threads); and --serve: the server answers, /progress
+# reaches every row, /image.png is complete and shows
 # the hue of every node that computed rows, a headless Chromium loads the
 # page after the end (its progress bar at 100, the final picture drawn, the
 # screenshot's picture complete and in the nodes' hues), POST /quit ends it.
@@ -215,7 +215,8 @@ fi
 # --serve: a port of our own (20000 + pid, the next ones when taken)
 W=1024 H=1024
 port=$((20000 + $$ % 1000))
-for ((try = 0; try < 10; try++, port++)); do
+for ((try = 0; try < 10; try++)); do
+    [ $try -gt 0 ] && port=$((port + 1))
     timeout -k 2 180 "${LAUNCH[@]}" "$MANDEL" --serve "$port" --linger 60 -q -s ${W}x$H -i 3000 \
         >"$TMP/serve.out" 2>"$TMP/serve.err" &
     SERVER=$!
@@ -231,18 +232,19 @@ for ((try = 0; try < 10; try++, port++)); do
     done
     [ -n "$answered" ] && break
     wait "$SERVER"
+    rc=$?
     SERVER=""
     grep -q 'cannot serve on port' "$TMP/serve.err" || break
 done
 if [ -z "$answered" ]; then
-    fail mandel.web.server "no answer on port $port: $(tail -n 3 "$TMP/serve.err" | tr '\n' '|')"
+    fail mandel.web.server "no answer on port $port (status $rc): $(tail -n 3 "$TMP/serve.err" | tr '\n' '|')"
     finish
 fi
 pass mandel.web.server
 URL=http://127.0.0.1:$port
 
 # until the picture is done (each poll is a request to the computing master)
-finished=0
+finished=0 done_rows="" rows="" per_node=""
 for ((i = 0; i < 1200; i++)); do
     if ! check progress "$URL/progress" $W $H >"$TMP/progress" 2>&1; then
         kill -0 "$SERVER" 2>/dev/null || break
