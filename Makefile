@@ -48,7 +48,7 @@ $(DEPS_STAMP): scripts/deps.sh
 deps: $(DEPS_STAMP)
 
 # ---------------------------------------------------------------- library
-LIB_SRCS := $(filter-out src/mpi/% src/armci/%,$(wildcard src/*/*.c))
+LIB_SRCS := $(filter-out src/mpi/% src/armci/% src/omp/%,$(wildcard src/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # the built-in offload modules, carried inside the library (mk/offload.mk)
 LIB_OBJS += $(BUILD)/obj/gen/builtin_mods.o

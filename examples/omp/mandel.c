@@ -20,9 +20,11 @@
  * row in the hue of the node that computed it; it keeps serving --linger
  * seconds after the end (see usage()).
  *
- * Nothing is synchronized per row beyond a C11 release store of the row's
- * node (a plain store on x86; no OpenMP atomic, which would be a cluster
- * round trip): whoever shows progress counts the rows whose node is set.
+ * Nothing is synchronized per row beyond a plain (volatile) store of the
+ * row's node after its pixels: no OpenMP or C11 atomic, each of which is a
+ * lock of the job across nodes under knit.  Whoever shows progress counts
+ * the rows whose node is set; knit sends a node's rows out each time it
+ * hands that node its next chunk.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,7 +35,6 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,10 +69,10 @@ static int num_nodes(void)
 static int W = 2048, H = 2048, maxit = 1000, chunk = 1, nodes = 1;
 static double cx0 = -0.75, cy0 = 0.0, span = 3.5; /* center, width of the view */
 static uint32_t *counts;         /* W*H iteration counts, row-major */
-static _Atomic int *row_node;    /* per row: the node that computed it, -1 before */
-static _Atomic int finished;     /* the parallel loop is over */
-static _Atomic int64_t start_us, elapsed_us;
-static _Atomic int quit_asked;   /* POST /quit, SIGINT or SIGTERM while lingering */
+static volatile int *row_node;    /* per row: the node that computed it, -1 before */
+static volatile int finished;     /* the parallel loop is over */
+static volatile int64_t start_us, elapsed_us;
+static volatile sig_atomic_t quit_asked;   /* POST /quit, SIGINT or SIGTERM while lingering */
 
 static int64_t now_us(void)
 {
@@ -111,7 +112,7 @@ static int rows_done(int *per_node)
     if (per_node)
         memset(per_node, 0, sizeof(int) * nodes);
     for (int r = 0; r < H; r++) {
-        int n = atomic_load_explicit(&row_node[r], memory_order_relaxed);
+        int n = row_node[r];
         if (n >= 0) {
             done++;
             if (per_node && n < nodes)
@@ -326,7 +327,7 @@ static void view_row(const void *ctx, int y, unsigned char *row)
 {
     const struct view *v = ctx;
     int r = (int)((int64_t)y * H / v->h);
-    int node = atomic_load_explicit(&row_node[r], memory_order_acquire);
+    int node = row_node[r];
     if (node < 0) { /* not computed yet: transparent */
         memset(row, 0, 4 * (size_t)v->w);
         return;
@@ -438,10 +439,10 @@ static MHD_Result_t reply(struct MHD_Connection *c, unsigned status, const char 
 static MHD_Result_t serve_progress(struct MHD_Connection *c)
 {
     int per[nodes];
-    int done = atomic_load_explicit(&finished, memory_order_acquire);
+    int done = finished;
     int rows = rows_done(per);
-    int64_t t0 = atomic_load(&start_us);
-    double t = done ? atomic_load(&elapsed_us) / 1e6 : t0 ? (now_us() - t0) / 1e6 : 0;
+    int64_t t0 = start_us;
+    double t = done ? elapsed_us / 1e6 : t0 ? (now_us() - t0) / 1e6 : 0;
     struct obuf o = {0};
     int bad = ob_printf(&o, "{\"rows_done\":%d,\"rows\":%d,\"done\":%s,\"time\":%.3f,\"width\":%d,\"height\":%d,"
                         "\"nodes\":%d,\"rows_per_node\":[", rows, H, done ? "true" : "false", t, W, H, nodes);
@@ -498,9 +499,9 @@ static MHD_Result_t handle(void *cls, struct MHD_Connection *c, const char *url,
     if (!strcmp(url, "/quit")) {
         if (strcmp(method, MHD_HTTP_METHOD_POST))
             return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", NULL, "POST /quit\n", "POST");
-        atomic_store(&quit_asked, 1);
+        quit_asked = 1;
         return reply(c, MHD_HTTP_OK, "text/plain", NULL,
-                     atomic_load(&finished) ? "bye\n" : "stopping once the picture is done\n", NULL);
+                     finished ? "bye\n" : "stopping once the picture is done\n", NULL);
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
         return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", NULL, "GET, HEAD or POST /quit\n", "GET, HEAD");
@@ -523,14 +524,14 @@ static void draw_bar(int done)
     memset(bar + fill, '.', (size_t)(40 - fill));
     bar[40] = 0;
     fprintf(stderr, "\r[%s] %3d%% %d/%d rows %.1f s", bar, (int)((int64_t)done * 100 / H), done, H,
-            (now_us() - atomic_load(&start_us)) / 1e6);
+            (now_us() - start_us) / 1e6);
 }
 
 static void *progress_thread(void *arg)
 {
     (void)arg;
     struct timespec tick = {0, 100 * 1000 * 1000};
-    while (!atomic_load_explicit(&finished, memory_order_acquire)) {
+    while (!finished) {
         draw_bar(rows_done(NULL));
         nanosleep(&tick, NULL);
     }
@@ -539,7 +540,7 @@ static void *progress_thread(void *arg)
     return NULL;
 }
 
-static void on_signal(int sig) { (void)sig, atomic_store(&quit_asked, 1); }
+static void on_signal(int sig) { (void)sig, quit_asked = 1; }
 
 /* ---- arguments ---- */
 
@@ -659,7 +660,7 @@ int main(int argc, char **argv)
         return 1;
     }
     for (int r = 0; r < H; r++)
-        atomic_init(&row_node[r], -1);
+        row_node[r] = -1;
 
     struct MHD_Daemon *httpd = NULL;
     if (serve) {
@@ -684,7 +685,7 @@ int main(int argc, char **argv)
 
     int threads = 0;
     int64_t t0 = now_us();
-    atomic_store(&start_us, t0);
+    start_us = t0;
 #pragma omp parallel
     {
 #pragma omp master
@@ -692,12 +693,12 @@ int main(int argc, char **argv)
 #pragma omp for schedule(dynamic, chunk)
         for (int r = 0; r < H; r++) {
             compute_row(r);
-            atomic_store_explicit(&row_node[r], this_node(), memory_order_release);
+            row_node[r] = this_node();
         }
     }
     int64_t t = now_us() - t0;
-    atomic_store(&elapsed_us, t);
-    atomic_store_explicit(&finished, 1, memory_order_release);
+    elapsed_us = t;
+    finished = 1;
     if (bar_on)
         pthread_join(bar, NULL);
 
@@ -749,7 +750,7 @@ int main(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         struct timespec tick = {0, 50 * 1000 * 1000};
         int64_t end = now_us() + (int64_t)linger * 1000000;
-        while (!atomic_load(&quit_asked) && (linger < 0 || now_us() < end))
+        while (!quit_asked && (linger < 0 || now_us() < end))
             nanosleep(&tick, NULL);
         MHD_stop_daemon(httpd);
     }

@@ -69,7 +69,8 @@ static int32_t replica_setup(state_t *s, const kn_dsm_init_t *in, char *data, ch
     s->frame = in->frame;
     s->corrupt_every = in->corrupt_every;
     s->protocol = in->protocol == 1;
-    s->home_pages = in->home_pages;
+    kn_dsm_homes_of(&s->homes, in->home_pages, in->own_zone, in->own_slice, s->nnodes);
+    s->heap_from = in->heap_from;
     if (s->protocol && s->self == 0 && !(s->mark = calloc((npages + 63) / 64, sizeof(uint64_t))))
         return KNIT_MOD_ERR_NOMEM;
     s->buf = malloc(sizeof(kn_dsm_msg_t) + s->frame + 64 * (sizeof(kn_dsm_frame_t) + 8));
@@ -86,7 +87,9 @@ static int32_t map_replica(knit_mod_ctx_t *m, state_t *s, const kn_dsm_init_t *i
         return KNIT_MOD_ERR_STATE;
     /* (a masked frame, 4 KiB and its mask, fits any message) */
     if (!in->size || in->size % KN_DSM_PAGE || in->size > (1ull << 46) || in->frame < 8192 ||
-        in->frame > (16u << 20) || !in->window || !in->home_pages || in->protocol > 1 ||
+        in->frame > (16u << 20) || !in->window || in->protocol > 1 || in->heap_from >= in->size ||
+        !kn_dsm_homes_of(&(kn_dsm_homes_t){0}, in->home_pages, in->own_zone, in->own_slice, s->nnodes) ||
+        (in->own_zone + (uint64_t)s->nnodes * in->own_slice) * KN_DSM_PAGE > in->size ||
         memchr(in->data, 0, sizeof(in->data)) == NULL || memchr(in->twin, 0, sizeof(in->twin)) == NULL ||
         memchr(in->meta, 0, sizeof(in->meta)) == NULL)
         return KNIT_MOD_ERR_INVAL;
@@ -446,8 +449,8 @@ static void home_message(knit_mod_ctx_t *m, state_t *s, part_t *p, char *at)
     int32_t home = -1;
     while (p->at < p->nruns && data < s->frame && nf < 64) {
         uint64_t page = (p->runs[p->at].off + p->done) / KN_DSM_PAGE;
-        uint64_t block_end = (page / s->home_pages + 1) * s->home_pages * KN_DSM_PAGE;
-        int32_t hn = kn_dsm_home(page, s->home_pages, s->nnodes);
+        uint64_t block_end = (page / s->homes.pages + 1) * s->homes.pages * KN_DSM_PAGE;
+        int32_t hn = kn_dsm_home(&s->homes, page);
         if (hn == s->self) { /* in place */
             advance(p, piece(p, UINT64_MAX, block_end));
             continue;
@@ -645,7 +648,7 @@ static void fetch_serve(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_ds
 {
     uint64_t page = h->a, n = h->b;
     if (!n || n > KN_DSM_FETCH_MAX || page >= s->size / KN_DSM_PAGE || n > s->size / KN_DSM_PAGE - page ||
-        page / s->home_pages != (page + n - 1) / s->home_pages) {
+        page / s->homes.pages != (page + n - 1) / s->homes.pages) {
         kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_RANGE};
         K->send(m, from, &r, sizeof(r));
         return;
@@ -816,7 +819,7 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         h.b = (uint64_t)req->rank;
         break;
     case KN_DSM_Q_FETCH: { /* a = the first page, b = how many (of one home block) */
-        int32_t home = q->a < s->size / KN_DSM_PAGE ? kn_dsm_home(q->a, s->home_pages, s->nnodes) : -1;
+        int32_t home = q->a < s->size / KN_DSM_PAGE ? kn_dsm_home(&s->homes, q->a) : -1;
         if (home < 0 || home == s->self) { /* the home's pages are never invalid */
             K->complete(m, req->token, home < 0 ? KNIT_MOD_ERR_RANGE : KNIT_MOD_OK, NULL, 0);
             return;
@@ -845,6 +848,18 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
     case KN_DSM_Q_FREE:
         h.type = KN_DSM_M_FREE;
         break;
+    case KN_DSM_Q_COUNT: {
+        struct {
+            kn_dsm_msg_t h;
+            kn_dsm_count_q_t c;
+        } cm = {.h = h, .c = {.askers = q->nmasks, .flags = q->flags}};
+        cm.h.type = KN_DSM_M_COUNT;
+        cm.h.c = q->nruns;
+        cm.h.bytes = sizeof(cm.c);
+        if (K->send(m, 0, &cm, sizeof(cm)) != KNIT_MOD_OK)
+            K->complete(m, req->token, KNIT_MOD_ERR_IO, NULL, 0);
+        return;
+    }
     default:
         K->complete(m, req->token, KNIT_MOD_ERR_INVAL, NULL, 0);
         return;
@@ -914,7 +929,9 @@ static void dsm_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64
         return;
     case KN_DSM_M_REPLY: {
         int32_t st = (int32_t)(int64_t)h->b;
-        K->complete(m, h->ticket, st, st == KNIT_MOD_OK ? &h->a : NULL, st == KNIT_MOD_OK ? sizeof(h->a) : 0);
+        uint64_t res[2] = {h->a, h->c}; /* (c only in a COUNT's answer: bytes 16) */
+        K->complete(m, h->ticket, st, st == KNIT_MOD_OK ? res : NULL,
+                    st != KNIT_MOD_OK ? 0 : h->bytes == sizeof(res) ? sizeof(res) : sizeof(h->a));
         return;
     }
     default:

@@ -73,6 +73,12 @@ typedef struct ext {
     uint64_t off, len;
 } ext_t;
 
+/* node 0: a counter (komp's loops) */
+typedef struct counter {
+    struct counter *next;
+    uint64_t id, value, told;  /* told: askers that learnt it reached its limit */
+} counter_t;
+
 typedef struct blk {
     uint64_t off, len;       /* len 0: empty slot */
 } blk_t;
@@ -86,7 +92,8 @@ typedef struct state {
     uint64_t size, meta_len;   /* the region's bytes (data and twin alike), the meta file's */
     uint64_t window, frame, corrupt_every, nframes;
     int protocol;            /* 0 update (the ring), 1 invalidate (homes) */
-    uint64_t home_pages;
+    kn_dsm_homes_t homes;
+    uint64_t heap_from;      /* the allocator's memory starts here */
     int32_t nranks;
     /* the ring */
     int have_token, wanting;
@@ -105,6 +112,7 @@ typedef struct state {
     char why[200];
     /* node 0 */
     lock_t *locks;
+    counter_t *counters;
     ext_t *free;
     uint64_t nfree, free_cap;
     blk_t *blk;              /* open addressing by offset */
@@ -123,7 +131,7 @@ static inline state_t *S(knit_mod_ctx_t *m)
 }
 
 /* dsm_lockmgr.c: node 0's side of a message, 1 when it was one of its
- * (LOCK, UNLOCK, ALLOC, FREE, NOTE, ACQ); and what it holds, freed. */
+ * (LOCK, UNLOCK, ALLOC, FREE, NOTE, ACQ, COUNT); and what it holds, freed. */
 int kn_lockmgr_message(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_msg_t *h, uint64_t len);
 void kn_lockmgr_fini(state_t *s);
 

@@ -310,8 +310,8 @@ static void mem_req(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_ms
     int32_t st;
     if (!s->mapped) {
         st = KNIT_MOD_ERR_STATE;
-    } else if (!s->nfree && !s->nblk && !s->free_cap) { /* first use: the whole region is free */
-        st = ext_insert(s, 0, (ext_t){0, s->size}) < 0 ? KNIT_MOD_ERR_NOMEM : KNIT_MOD_OK;
+    } else if (!s->nfree && !s->nblk && !s->free_cap) { /* first use: the region is free from heap_from */
+        st = ext_insert(s, 0, (ext_t){s->heap_from, s->size - s->heap_from}) < 0 ? KNIT_MOD_ERR_NOMEM : KNIT_MOD_OK;
     } else {
         st = KNIT_MOD_OK;
     }
@@ -319,6 +319,47 @@ static void mem_req(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_ms
         st = h->type == KN_DSM_M_ALLOC ? mem_alloc(s, h->a, h->b, &r.a) : mem_free(s, h->a, &r.a);
     r.b = (uint64_t)(int64_t)st;
     K->send(m, node, &r, sizeof(r));
+}
+
+/* ------------------------------------------------------------ node 0: counters */
+
+/* COUNT: a step of counter h->a towards its limit h->c (dsm_mod.h). */
+static void count_req(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_msg_t *h, uint64_t len)
+{
+    kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .bytes = 2 * sizeof(uint64_t)};
+    const kn_dsm_count_q_t *q = (const kn_dsm_count_q_t *)(h + 1);
+    if (len != sizeof(*h) + sizeof(*q) || !q->askers) {
+        r.b = (uint64_t)(int64_t)KNIT_MOD_ERR_INVAL;
+        K->send(m, from, &r, sizeof(r));
+        return;
+    }
+    counter_t **pp = &s->counters, *c;
+    while ((c = *pp) && c->id != h->a)
+        pp = &c->next;
+    if (!c && !(c = calloc(1, sizeof(*c)))) {
+        r.b = (uint64_t)(int64_t)KNIT_MOD_ERR_NOMEM;
+        K->send(m, from, &r, sizeof(r));
+        return;
+    }
+    if (!*pp) {
+        c->id = h->a;
+        c->next = s->counters;
+        s->counters = c;
+        pp = &s->counters;
+    }
+    uint64_t left = c->value < h->c ? h->c - c->value : 0, step = h->b;
+    if ((q->flags & KN_DSM_QF_GUIDED) && (left + q->askers - 1) / q->askers > step)
+        step = (left + q->askers - 1) / q->askers;
+    if (step > left)
+        step = left;
+    r.a = c->value;
+    r.c = step;
+    c->value += step;
+    if (q->flags & KN_DSM_QF_ORDERED ? c->value >= h->c : !left && ++c->told >= q->askers) {
+        *pp = c->next;
+        free(c);
+    }
+    K->send(m, from, &r, sizeof(r));
 }
 
 /* ------------------------------------------------------------ messages */
@@ -355,6 +396,10 @@ int kn_lockmgr_message(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm
         if (s->self == 0)
             mem_req(m, s, from, h);
         return 1;
+    case KN_DSM_M_COUNT:
+        if (s->self == 0)
+            count_req(m, s, from, h, len);
+        return 1;
     case KN_DSM_M_NOTE:
         if (s->self == 0 && s->mark)
             note_req(m, s, from, h, len);
@@ -369,6 +414,10 @@ int kn_lockmgr_message(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm
 
 void kn_lockmgr_fini(state_t *s)
 {
+    for (counter_t *c = s->counters, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
     for (lock_t *l = s->locks, *n; l; l = n) {
         n = l->next;
         for (lwait_t *w = l->head, *wn; w; w = wn) {

@@ -17,9 +17,36 @@
 #include "dsm/dsm_mod.h"
 
 #define KN_DSM_HELD_MAX 64   /* locks one process holds at once */
+#define KN_DSM_ADOPT_MAX 4
+#define KN_DSM_OWN_MAX 256   /* owned ranges of one process */
+
+/* Where the region goes and what is in it (knit_dsm_init: anywhere, all
+ * fresh; komp: the program's globals, its threads' stacks, its heap). */
+typedef struct kn_dsm_layout {
+    uintptr_t base;              /* 0: KNIT_DSM_ADDR or a place the ranks agree on */
+    uint64_t size;
+    /* the process's own memory at base + off becomes the region's,
+     * content and all (the node's lowest rank's content); below
+     * map_from nothing else of [base, base + size) is the region's */
+    struct {
+        uint64_t off, len;
+    } adopt[KN_DSM_ADOPT_MAX];
+    int nadopt;
+    uint64_t map_from;           /* [map_from, size): fresh memory, mapped where nothing is */
+    uint64_t own_zone, own_slice; /* bytes: node i's slice of the zone is homed at node i */
+    uint64_t heap_from;          /* knit_dsm_alloc's memory starts here */
+} kn_dsm_layout_t;
+
+/* A range of this process's that stays writable and goes out whole (from
+ * its live bound) at every release: a thread's stack. */
+typedef struct kn_dsm_own {
+    char *lo, *hi;
+    _Atomic(char *) live;        /* [live, hi) is in use */
+} kn_dsm_own_t;
 
 typedef struct kn_dsm {
     knit_ctx_t *ctx;
+    kn_dsm_layout_t layout;
     knit_module_t *mod;
     char *base;
     size_t size;
@@ -28,7 +55,7 @@ typedef struct kn_dsm {
     int node;
     int protect;                 /* writes are tracked (more than one node) */
     int invalidate;              /* KNIT_DSM_PROTOCOL=invalidate */
-    uint64_t home_pages;         /* invalidate: page p's home is node (p / home_pages) % nnodes */
+    kn_dsm_homes_t homes;        /* invalidate: where pages are homed */
     _Atomic uint64_t *inval;     /* invalidate: [npages / 64] pages this process must fetch first */
     uint64_t pos;                /* invalidate: the write notices seen (node 0's log position) */
     kn_dsm_delta_t *delta;       /* an acquire's answer */
@@ -48,6 +75,8 @@ typedef struct kn_dsm {
     uint64_t runs_cap;
     unsigned char *masks;        /* ... and the masks of its scattered pages */
     uint64_t masks_cap;
+    kn_dsm_own_t own[KN_DSM_OWN_MAX];
+    _Atomic int nown;
     pthread_mutex_t call;        /* one request to the agent at a time (and one release) */
     uint64_t held[KN_DSM_HELD_MAX];
     int nheld;
@@ -69,5 +98,25 @@ void kn_dsm_invalidate(const kn_dsm_delta_t *d);
 
 /* One request to the node's agent and its answer (under kn_dsm.call). */
 knit_status_t kn_dsm_ask(const void *args, size_t len, void *result, size_t cap);
+
+/* ---- for komp (src/omp), the region as an OpenMP program's memory ---- */
+
+/* knit_dsm_init with a layout (collective). */
+knit_status_t kn_dsm_init_layout(knit_ctx_t *ctx, const kn_dsm_layout_t *l);
+/* Collective, at the end: flush and barrier, then the region is this
+ * process's memory only (mapped, writable, no longer replicated). */
+knit_status_t kn_dsm_detach(void);
+/* [lo, lo + len) (pages not written since the last release; fresh: never
+ * written at all) stays writable in this process and goes out at its
+ * releases from the range's live bound: a slot, or -1. */
+int kn_dsm_own(void *lo, size_t len, int fresh);
+void kn_dsm_own_live(int slot, const void *live);
+/* knit_dsm_barrier among comm's ranks only. */
+knit_status_t kn_dsm_barrier_on(knit_comm_t *comm);
+/* invalidate: learn what other nodes wrote (an acquire); update: nothing. */
+knit_status_t kn_dsm_acquire(void);
+/* A step of node 0's counter id (dsm_mod.h, KN_DSM_Q_COUNT). */
+knit_status_t kn_dsm_count(uint64_t id, uint64_t step, uint64_t limit, uint64_t askers, unsigned flags,
+                           kn_dsm_count_t *out);
 
 #endif

@@ -24,7 +24,7 @@
 
 #include "util/compiler.h"
 
-#define KN_DSM_VERSION 2
+#define KN_DSM_VERSION 3
 #define KN_DSM_PAGE 4096u
 #define KN_DSM_MAGIC 0x6b6e6974647330ull   /* "knitds0" */
 #define KN_DSM_NAME_MAX 96
@@ -86,8 +86,21 @@ enum kn_dsm_op {
     KN_DSM_Q_ACQUIRE,    /* a = the rank's log position: result kn_dsm_delta_t */
     KN_DSM_Q_FETCH,      /* a = a page, b = pages from it (of one home block, at most
                           * KN_DSM_FETCH_MAX): their home's copy into the node's replica */
+    KN_DSM_Q_COUNT,      /* node 0's counter a (made at 0 on first use): result kn_dsm_count_t.
+                          * b = the step; nruns = the limit: a step stops there; nmasks = the
+                          * askers: the counter goes once that many were told it reached the
+                          * limit (KN_DSM_QF_ORDERED: once it reaches it).  KN_DSM_QF_GUIDED:
+                          * the step is the most of b and (limit - value) / askers. */
 };
 #define KN_DSM_QF_MORE 1u    /* RELEASE: more runs of this ticket follow in another request */
+#define KN_DSM_QF_GUIDED 2u  /* COUNT */
+#define KN_DSM_QF_ORDERED 4u /* COUNT */
+
+/* The answer to COUNT: the counter's value before, and the step taken
+ * (0: it had reached its limit). */
+typedef struct kn_dsm_count {
+    uint64_t from, step;
+} kn_dsm_count_t;
 
 typedef struct kn_dsm_q {
     uint32_t op, flags;
@@ -118,7 +131,10 @@ typedef struct kn_dsm_init {
     uint64_t frame;         /* data bytes of one update message, at most */
     uint64_t corrupt_every; /* testing: spoil the crc of every Nth frame sent (0: never) */
     uint64_t protocol;      /* 0 update, 1 invalidate */
-    uint64_t home_pages;    /* invalidate: page p's home is node (p / home_pages) % nnodes */
+    uint64_t home_pages;    /* invalidate: page p's home is node (p / home_pages) % nnodes, but for */
+    uint64_t own_zone;      /* ... the pages [own_zone, own_zone + nnodes * own_slice): node i homes */
+    uint64_t own_slice;     /*     slice i (komp's stacks; own_slice 0: no such zone) */
+    uint64_t heap_from;     /* the allocator's memory starts at this offset (below it: the layout's) */
     char data[KN_DSM_NAME_MAX], twin[KN_DSM_NAME_MAX], meta[KN_DSM_NAME_MAX];
 } kn_dsm_init_t;
 
@@ -149,6 +165,8 @@ enum kn_dsm_msg_type {
                           * position, `bytes` / 4 page numbers follow, ticket = token */
     KN_DSM_M_FETCH,      /* to a home: a = page, b = pages, ticket = token */
     KN_DSM_M_PAGE,       /* from the home: a = page, c = pages, b = their crc32c, c * KN_DSM_PAGE bytes follow */
+    KN_DSM_M_COUNT,      /* to node 0: a = id, b = step, c = limit, ticket = token; a kn_dsm_count_q_t
+                          * follows; the REPLY carries a = from, c = step (bytes = 16) */
 };
 
 typedef struct kn_dsm_msg {
@@ -159,6 +177,10 @@ typedef struct kn_dsm_msg {
     uint64_t bytes;
 } kn_dsm_msg_t;
 
+typedef struct kn_dsm_count_q {
+    uint64_t askers, flags;
+} kn_dsm_count_q_t;
+
 /* The answer to ACQUIRE (and to LOCK under invalidate): the pages other
  * nodes wrote since the rank's position, and its new position. */
 typedef struct kn_dsm_delta {
@@ -167,9 +189,29 @@ typedef struct kn_dsm_delta {
     /* then npages uint32_t */
 } kn_dsm_delta_t;
 
-static inline int32_t kn_dsm_home(uint64_t page, uint64_t home_pages, int32_t nnodes)
+/* Where pages are homed (invalidate): home blocks of `pages` pages round
+ * robin over the nodes, except a zone of one slice per node, homed at its
+ * node (the stacks of komp's threads: written by their node, read by the
+ * others).  The zone and its slices are whole home blocks. */
+typedef struct kn_dsm_homes {
+    uint64_t pages;
+    uint64_t zone, slice;   /* in pages; slice 0: no zone */
+    int32_t nnodes;
+} kn_dsm_homes_t;
+
+static inline int32_t kn_dsm_home(const kn_dsm_homes_t *h, uint64_t page)
 {
-    return (int32_t)((page / home_pages) % (uint64_t)nnodes);
+    if (h->slice && page >= h->zone && page - h->zone < (uint64_t)h->nnodes * h->slice)
+        return (int32_t)((page - h->zone) / h->slice);
+    return (int32_t)((page / h->pages) % (uint64_t)h->nnodes);
+}
+
+/* The homes an INIT describes (0 when they are not whole blocks). */
+static inline int kn_dsm_homes_of(kn_dsm_homes_t *h, uint64_t home_pages, uint64_t zone, uint64_t slice,
+                                  int32_t nnodes)
+{
+    *h = (kn_dsm_homes_t){.pages = home_pages, .zone = zone, .slice = slice, .nnodes = nnodes};
+    return home_pages && nnodes > 0 && zone % home_pages == 0 && slice % home_pages == 0;
 }
 
 typedef struct kn_dsm_frame {

@@ -100,8 +100,9 @@ static knit_status_t agree(knit_comm_t *world, knit_status_t mine, const char *t
 
 static void unmap_all(void)
 {
+    /* (adopted memory stays: it is the process's own, the program's globals) */
     if (kn_dsm.base)
-        munmap(kn_dsm.base, kn_dsm.size);
+        munmap(kn_dsm.base + kn_dsm.layout.map_from, kn_dsm.size - kn_dsm.layout.map_from);
     if (kn_dsm.twin)
         munmap(kn_dsm.twin, kn_dsm.size);
     if (kn_dsm.meta)
@@ -141,15 +142,29 @@ static knit_status_t make_files(void)
                 munmap(m, sizeof(*m));
             }
         }
+        /* the adopted memory's content: this process's */
+        for (int k = 0; i == 0 && k < kn_dsm.layout.nadopt; k++) {
+            uint64_t off = kn_dsm.layout.adopt[k].off, len = kn_dsm.layout.adopt[k].len;
+            if (pwrite(fd, (const char *)kn_dsm.layout.base + off, len, (off_t)off) != (ssize_t)len) {
+                kn_dsm_error("node %d: cannot fill the region's data file %s: %s", knit_node(kn_dsm.ctx),
+                             kn_dsm.name[0], strerror(errno));
+                close(fd);
+                for (int j = 0; j <= i; j++)
+                    shm_unlink(kn_dsm.name[j]);
+                return KNIT_ERR_IO;
+            }
+        }
         close(fd);
     }
+    const kn_dsm_layout_t *l = &kn_dsm.layout;
     struct {
         kn_dsm_q_t q;
         kn_dsm_init_t in;
     } a = {.q = {.op = KN_DSM_Q_INIT},
            .in = {.size = kn_dsm.size, .window = kn_cfg.dsm_window, .frame = kn_cfg.dsm_frame,
                   .corrupt_every = kn_cfg.dsm_corrupt > 0 ? (uint64_t)kn_cfg.dsm_corrupt : 0,
-                  .protocol = (uint64_t)kn_dsm.invalidate, .home_pages = kn_dsm.home_pages}};
+                  .protocol = (uint64_t)kn_dsm.invalidate, .home_pages = kn_dsm.homes.pages,
+                  .own_zone = kn_dsm.homes.zone, .own_slice = kn_dsm.homes.slice, .heap_from = l->heap_from}};
     memcpy(a.in.data, kn_dsm.name[0], KN_DSM_NAME_MAX);
     memcpy(a.in.twin, kn_dsm.name[1], KN_DSM_NAME_MAX);
     memcpy(a.in.meta, kn_dsm.name[2], KN_DSM_NAME_MAX);
@@ -160,13 +175,15 @@ static knit_status_t make_files(void)
     return st;
 }
 
-static void *map_shm(const char *name, size_t len, int prot, void *at)
+/* The file's [off, off + len) at `at` (NULL: anywhere; over: whatever
+ * is there goes, else only where nothing is). */
+static void *map_shm_at(const char *name, uint64_t off, size_t len, int prot, void *at, int over)
 {
     int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0)
         return MAP_FAILED;
-    int flags = MAP_SHARED | MAP_NORESERVE | (at ? MAP_FIXED_NOREPLACE : 0);
-    void *p = mmap(at, len, prot, flags, fd, 0);
+    int flags = MAP_SHARED | MAP_NORESERVE | (!at ? 0 : over ? MAP_FIXED : MAP_FIXED_NOREPLACE);
+    void *p = mmap(at, len, prot, flags, fd, (off_t)off);
     int e = errno;
     close(fd);
     if (p != MAP_FAILED && at && p != at) { /* a kernel before 4.17 takes the address as a hint */
@@ -176,6 +193,11 @@ static void *map_shm(const char *name, size_t len, int prot, void *at)
     }
     errno = e;
     return p;
+}
+
+static void *map_shm(const char *name, size_t len, int prot, void *at)
+{
+    return map_shm_at(name, 0, len, prot, at, 0);
 }
 
 /* What this process has in [a, a + len): the first line of its maps that
@@ -207,13 +229,32 @@ static uintptr_t kernel_pick(size_t size)
     return ((uintptr_t)p + (1ul << 30) - 1) & ~((uintptr_t)(1ul << 30) - 1);
 }
 
+/* The layout's adopted memory becomes the region's: the file (which
+ * holds what the node's lowest rank had there) over it. */
+static knit_status_t adopt(knit_comm_t *world, int prot)
+{
+    char text[sizeof(kn_dsm.err)] = "";
+    knit_status_t mine = KNIT_OK;
+    for (int k = 0; k < kn_dsm.layout.nadopt && mine == KNIT_OK; k++) {
+        uint64_t off = kn_dsm.layout.adopt[k].off, len = kn_dsm.layout.adopt[k].len;
+        if (map_shm_at(kn_dsm.name[0], off, len, prot, kn_dsm.base + off, 1) == MAP_FAILED) {
+            snprintf(text, sizeof(text), "rank %d cannot map the region over its memory at %p (%" PRIu64 " bytes): %s",
+                     knit_rank(kn_dsm.ctx), (void *)(kn_dsm.base + off), len, strerror(errno));
+            mine = KNIT_ERR_NOMEM;
+        }
+    }
+    return agree(world, mine, text);
+}
+
 /* Map the data file at one address everywhere. */
 static knit_status_t place(knit_comm_t *world)
 {
     uintptr_t cand[3];
     int ncand = 0;
     const char *want = kn_cfg.dsm_addr;
-    if (want && *want && strcmp(want, "auto")) {
+    if (kn_dsm.layout.base) {
+        cand[ncand++] = kn_dsm.layout.base;
+    } else if (want && *want && strcmp(want, "auto")) {
         char *end;
         errno = 0;
         unsigned long long v = strtoull(want, &end, 0);
@@ -238,22 +279,23 @@ static knit_status_t place(knit_comm_t *world)
         }
         char text[sizeof(kn_dsm.err)] = "";
         knit_status_t mine = KNIT_OK;
-        void *p = at ? map_shm(kn_dsm.name[0], kn_dsm.size, prot, (void *)(uintptr_t)at) : MAP_FAILED;
+        uint64_t from = kn_dsm.layout.map_from, len = kn_dsm.size - from;
+        void *p = at ? map_shm_at(kn_dsm.name[0], from, len, prot, (void *)(uintptr_t)(at + from), 0) : MAP_FAILED;
         if (p == MAP_FAILED) {
             int e = errno;
             char what[300];
-            in_the_way((uintptr_t)at, kn_dsm.size, what, sizeof(what));
+            in_the_way((uintptr_t)at + from, len, what, sizeof(what));
             snprintf(text, sizeof(text), "rank %d cannot map the region at [%#" PRIx64 ", %#" PRIx64 "): %s; %.200s",
-                     knit_rank(kn_dsm.ctx), at, at + kn_dsm.size, strerror(e), e == EEXIST ? what : "");
+                     knit_rank(kn_dsm.ctx), at + from, at + kn_dsm.size, strerror(e), e == EEXIST ? what : "");
             mine = KNIT_ERR_NOMEM;
         }
         st = agree(world, mine, text);
         if (st == KNIT_OK) {
-            kn_dsm.base = p;
-            return KNIT_OK;
+            kn_dsm.base = (char *)p - from;
+            return adopt(world, prot);
         }
         if (p != MAP_FAILED)
-            munmap(p, kn_dsm.size);
+            munmap(p, len);
         if (st != KNIT_ERR_NOMEM)
             return st;
     }
@@ -262,8 +304,9 @@ static knit_status_t place(knit_comm_t *world)
     return st;
 }
 
-static knit_status_t init(knit_ctx_t *ctx, size_t size)
+static knit_status_t init(knit_ctx_t *ctx, const kn_dsm_layout_t *l)
 {
+    uint64_t size = l->size;
     knit_comm_t *world = knit_comm_world(ctx);
     if (kn_cfg.dsm_frame < 8192 || kn_cfg.dsm_frame > (16u << 20) || !kn_cfg.dsm_window) {
         kn_dsm_error("KNIT_DSM_FRAME=%llu: an update message holds 8 KiB to 16 MiB (and KNIT_DSM_WINDOW at least 1)",
@@ -278,6 +321,19 @@ static knit_status_t init(knit_ctx_t *ctx, size_t size)
         kn_dsm_error("a region of %zu bytes: the size must be a multiple of 4096, at most 64 TiB", size);
         return KNIT_ERR_INVAL;
     }
+    int nnodes = knit_nnodes(ctx);
+    uint64_t zone_end = l->own_zone + (uint64_t)nnodes * l->own_slice, ends = l->map_from;
+    for (int k = 0; k < l->nadopt; k++)
+        ends |= l->adopt[k].off | l->adopt[k].len;
+    if (l->base % KN_DSM_PAGE || ends % KN_DSM_PAGE || l->heap_from % KN_DSM_PAGE || l->nadopt > KN_DSM_ADOPT_MAX ||
+        l->map_from > size || l->heap_from < l->map_from || l->heap_from >= size ||
+        (l->own_slice && (l->own_zone < l->map_from || zone_end > l->heap_from ||
+                          !kn_dsm_homes_of(&kn_dsm.homes, kn_cfg.dsm_home_block / KN_DSM_PAGE,
+                                           l->own_zone / KN_DSM_PAGE, l->own_slice / KN_DSM_PAGE, nnodes)))) {
+        kn_dsm_error("a region layout that does not hold together (pages, zones, the heap's start)");
+        return KNIT_ERR_INVAL;
+    }
+    kn_dsm.layout = *l;
     kn_dsm.ctx = ctx;
     kn_dsm.size = size;
     kn_dsm.npages = size / KN_DSM_PAGE;
@@ -285,7 +341,8 @@ static knit_status_t init(knit_ctx_t *ctx, size_t size)
     kn_dsm.node = knit_node(ctx);
     kn_dsm.protect = kn_dsm.nnodes > 1;
     kn_dsm.invalidate = kn_cfg.dsm_protocol == 1;
-    kn_dsm.home_pages = kn_cfg.dsm_home_block / KN_DSM_PAGE;
+    kn_dsm_homes_of(&kn_dsm.homes, kn_cfg.dsm_home_block / KN_DSM_PAGE, l->own_zone / KN_DSM_PAGE,
+                    l->own_slice / KN_DSM_PAGE, kn_dsm.nnodes);
     kn_dsm.pos = 0;
     kn_dsm.meta_len = kn_dsm_meta_bytes(kn_dsm.npages);
     knit_status_t st = kn_off_load_builtin(ctx, "dsm", kn_builtin_dsm, kn_builtin_dsm_len, &kn_dsm.mod);
@@ -343,9 +400,9 @@ static knit_status_t init(knit_ctx_t *ctx, size_t size)
     return st;
 }
 
-knit_status_t knit_dsm_init(knit_ctx_t *ctx, size_t size)
+knit_status_t kn_dsm_init_layout(knit_ctx_t *ctx, const kn_dsm_layout_t *l)
 {
-    if (!ctx)
+    if (!ctx || !l)
         return KNIT_ERR_INVAL;
     if (kn_dsm.base) {
         kn_dsm_error("the region is mapped already");
@@ -353,11 +410,18 @@ knit_status_t knit_dsm_init(knit_ctx_t *ctx, size_t size)
     }
     kn_dsm.err[0] = 0;
     pthread_mutex_lock(&kn_dsm.call);
-    knit_status_t st = init(ctx, size ? size : kn_cfg.dsm_size);
+    knit_status_t st = init(ctx, l);
     pthread_mutex_unlock(&kn_dsm.call);
     if (st != KNIT_OK && knit_rank(ctx) == 0)
         kn_error("knit_dsm_init: %s", kn_dsm.err[0] ? kn_dsm.err : knit_strerror(st));
     return st;
+}
+
+knit_status_t knit_dsm_init(knit_ctx_t *ctx, size_t size)
+{
+    size = size ? size : kn_cfg.dsm_size;
+    kn_dsm_layout_t l = {.size = size, .heap_from = 0};
+    return kn_dsm_init_layout(ctx, &l);
 }
 
 /* KNIT_STATS: the node's counters, from its lowest rank. */
@@ -374,7 +438,16 @@ static void report(void)
             s.frames_in, s.bytes_in, s.bad_crc);
 }
 
-knit_status_t knit_dsm_finalize(knit_ctx_t *ctx)
+/* The region's memory in this process, writable again (all of it). */
+static void unprotect(void)
+{
+    const kn_dsm_layout_t *l = &kn_dsm.layout;
+    for (int k = 0; k < l->nadopt; k++)
+        mprotect(kn_dsm.base + l->adopt[k].off, l->adopt[k].len, PROT_READ | PROT_WRITE);
+    mprotect(kn_dsm.base + l->map_from, kn_dsm.size - l->map_from, PROT_READ | PROT_WRITE);
+}
+
+static knit_status_t end(knit_ctx_t *ctx, int keep)
 {
     if (!ctx || ctx != kn_dsm.ctx || !kn_dsm.base)
         return KNIT_ERR_STATE;
@@ -382,17 +455,34 @@ knit_status_t knit_dsm_finalize(knit_ctx_t *ctx)
     if (kn_cfg.stats && knit_local_rank(ctx) == 0)
         report();
     pthread_mutex_lock(&kn_dsm.call);
+    if (keep)
+        unprotect();
     kn_dsm_track_stop();
-    unmap_all();
+    if (!keep)
+        unmap_all();
+    kn_dsm.base = NULL;
+    kn_dsm.twin = NULL; /* (detach: the files' mappings stay until the process ends) */
+    kn_dsm.meta = NULL;
     knit_status_t st2 = knit_module_unload(kn_dsm.mod); /* collective: the agents let go of the files */
     kn_dsm.mod = NULL;
     if (knit_local_rank(ctx) == 0)
         unlink_files();
     memset(kn_dsm.name, 0, sizeof(kn_dsm.name));
     kn_dsm.nheld = 0;
+    kn_dsm.nown = 0;
     kn_dsm.ctx = NULL;
     pthread_mutex_unlock(&kn_dsm.call);
     return st != KNIT_OK ? st : st2;
+}
+
+knit_status_t knit_dsm_finalize(knit_ctx_t *ctx)
+{
+    return end(ctx, 0);
+}
+
+knit_status_t kn_dsm_detach(void)
+{
+    return end(kn_dsm.ctx, 1);
 }
 
 knit_status_t knit_dsm_stats(knit_dsm_stats_t *out)

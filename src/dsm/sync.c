@@ -3,11 +3,13 @@
  * its memory (docs/dsm.md).  Locks and memory are node 0's agent's (the
  * lockmgr, modules/builtin/dsm_lockmgr.c).  A process makes one request to its
  * agent at a time (kn_dsm.call), so the calls may come from any thread;
- * a thread waiting for a lock holds up the process's other DSM calls
- * until the grant.
+ * under update a thread waiting for a lock lets the process's other DSM
+ * calls go on (under invalidate it holds them up until the grant).
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dsm/dsm_int.h"
 
@@ -40,20 +42,80 @@ static knit_status_t acquire(const kn_dsm_q_t *q)
     return st;
 }
 
-knit_status_t knit_dsm_barrier(void)
+knit_status_t kn_dsm_acquire(void)
+{
+    if (!kn_dsm.base)
+        return not_mapped();
+    if (!kn_dsm.invalidate || !kn_dsm.protect)
+        return KNIT_OK; /* (update: a release is complete once it is in every replica) */
+    pthread_mutex_lock(&kn_dsm.call);
+    kn_dsm_q_t q = {.op = KN_DSM_Q_ACQUIRE, .a = kn_dsm.pos};
+    knit_status_t st = acquire(&q);
+    pthread_mutex_unlock(&kn_dsm.call);
+    return st;
+}
+
+knit_status_t kn_dsm_barrier_on(knit_comm_t *comm)
 {
     knit_status_t st = knit_dsm_flush();
     /* every rank's release is complete once every rank is here: under
      * update the acquire has nothing left to do, under invalidate it
      * learns what the others wrote */
-    knit_status_t st2 = kn_dsm.base ? knit_barrier(knit_comm_world(kn_dsm.ctx)) : KNIT_ERR_STATE;
-    if (st2 == KNIT_OK && kn_dsm.invalidate && kn_dsm.protect) {
-        pthread_mutex_lock(&kn_dsm.call);
-        kn_dsm_q_t q = {.op = KN_DSM_Q_ACQUIRE, .a = kn_dsm.pos};
-        st2 = acquire(&q);
-        pthread_mutex_unlock(&kn_dsm.call);
-    }
+    knit_status_t st2 = kn_dsm.base ? knit_barrier(comm) : KNIT_ERR_STATE;
+    if (st2 == KNIT_OK)
+        st2 = kn_dsm_acquire();
     return st != KNIT_OK ? st : st2;
+}
+
+knit_status_t knit_dsm_barrier(void)
+{
+    if (!kn_dsm.base)
+        return not_mapped();
+    return kn_dsm_barrier_on(knit_comm_world(kn_dsm.ctx));
+}
+
+knit_status_t kn_dsm_count(uint64_t id, uint64_t step, uint64_t limit, uint64_t askers, unsigned flags,
+                           kn_dsm_count_t *out)
+{
+    if (!kn_dsm.base)
+        return not_mapped();
+    kn_dsm_q_t q = {.op = KN_DSM_Q_COUNT, .flags = flags, .a = id, .b = step, .nruns = limit, .nmasks = askers};
+    pthread_mutex_lock(&kn_dsm.call);
+    knit_status_t st = kn_dsm_ask(&q, sizeof(q), out, sizeof(*out));
+    pthread_mutex_unlock(&kn_dsm.call);
+    return st;
+}
+
+/* A request whose answer may be long in coming (a lock's grant): the
+ * process's other DSM calls go on meanwhile (kn_dsm.call is let go
+ * between looks).  Under kn_dsm.call. */
+static knit_status_t ask_waiting(const void *args, size_t len)
+{
+    knit_mreq_t *r;
+    knit_status_t st = knit_module_request(kn_dsm.mod, args, len, &r);
+    if (st != KNIT_OK) {
+        kn_dsm_error("a request to the node's agent failed: %s", knit_strerror(st));
+        return st;
+    }
+    for (unsigned look = 0;; look++) {
+        int done = 0;
+        char why[256] = "";
+        size_t n = 0;
+        st = knit_request_test(&r, &done, why, sizeof(why) - 1, &n);
+        if (done || st != KNIT_OK) {
+            if (st != KNIT_OK)
+                kn_dsm_error("%.*s", (int)(n && n < sizeof(why) ? n : 0), why);
+            if (st != KNIT_OK && !n)
+                kn_dsm_error("a request to the node's agent failed: %s", knit_strerror(st));
+            return st;
+        }
+        pthread_mutex_unlock(&kn_dsm.call);
+        if (look < 64)
+            sched_yield();
+        else
+            nanosleep(&(struct timespec){0, look < 256 ? 20000 : 100000}, NULL);
+        pthread_mutex_lock(&kn_dsm.call);
+    }
 }
 
 static int held_at(uint64_t id)
@@ -87,10 +149,12 @@ knit_status_t knit_dsm_lock(uint64_t id)
         if (st == KNIT_OK)
             kn_dsm.held[kn_dsm.nheld++] = id;
     } else {
+        /* (held while asked for, so that the process asks once) */
+        kn_dsm.held[kn_dsm.nheld++] = id;
         kn_dsm_q_t q = {.op = KN_DSM_Q_LOCK, .a = id};
-        st = kn_dsm_ask(&q, sizeof(q), NULL, 0);
-        if (st == KNIT_OK)
-            kn_dsm.held[kn_dsm.nheld++] = id;
+        st = ask_waiting(&q, sizeof(q));
+        if (st != KNIT_OK)
+            kn_dsm.held[held_at(id)] = kn_dsm.held[--kn_dsm.nheld];
     }
     pthread_mutex_unlock(&kn_dsm.call);
     return st;

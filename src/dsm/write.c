@@ -79,7 +79,7 @@ static void take(uint64_t p)
     kn_dsm_page_lock(pg);
     /* (under invalidate a page homed here is never diffed: no twin) */
     if (!(atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) &&
-        !(kn_dsm.invalidate && kn_dsm_home(p, kn_dsm.home_pages, kn_dsm.nnodes) == kn_dsm.node))
+        !(kn_dsm.invalidate && kn_dsm_home(&kn_dsm.homes, p) == kn_dsm.node))
         memcpy(kn_dsm.twin + p * KN_DSM_PAGE, kn_dsm.base + p * KN_DSM_PAGE, KN_DSM_PAGE);
     atomic_fetch_add_explicit(pg, 1, memory_order_relaxed);
     kn_dsm_page_unlock(pg);
@@ -99,12 +99,17 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     uint64_t p = (uint64_t)(a - base) / KN_DSM_PAGE;
     uint64_t bit = 1ull << (p % 64);
+    if (kn_dsm.homes.slice && p >= kn_dsm.homes.zone && (p - kn_dsm.homes.zone) / kn_dsm.homes.slice == (uint64_t)kn_dsm.node) {
+        /* this node's stacks are always writable: a guard page, or an overflow */
+        chain(sig, si, uc);
+        return;
+    }
     if (kn_dsm.inval && (atomic_load(&kn_dsm.inval[p / 64]) & bit)) {
         /* invalidate: another node wrote the page since; its home has it.
          * A reader going on from the page before fetches the invalid
          * pages after it too, as far as they share the home block. */
         static __thread __attribute__((tls_model("initial-exec"))) uint64_t last = UINT64_MAX;
-        uint64_t n = 1, block_end = (p / kn_dsm.home_pages + 1) * kn_dsm.home_pages;
+        uint64_t n = 1, block_end = (p / kn_dsm.homes.pages + 1) * kn_dsm.homes.pages;
         if (last + 1 == p)
             while (n < KN_DSM_FETCH_MAX && p + n < block_end && p + n < kn_dsm.npages &&
                    (atomic_load(&kn_dsm.inval[(p + n) / 64]) & (1ull << ((p + n) % 64))))
@@ -148,6 +153,84 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
+/* ------------------------------------------------------------ owned ranges */
+
+int kn_dsm_own(void *lo, size_t len, int fresh)
+{
+    char *a = lo;
+    if (!kn_dsm.base || a < kn_dsm.base || (uint64_t)(a - kn_dsm.base) % KN_DSM_PAGE || len % KN_DSM_PAGE || !len ||
+        len > kn_dsm.size - (uint64_t)(a - kn_dsm.base)) {
+        kn_dsm_error("kn_dsm_own(%p, %zu): not whole pages of the region", lo, len);
+        return -1;
+    }
+    uint64_t p0 = (uint64_t)(a - kn_dsm.base) / KN_DSM_PAGE, n = len / KN_DSM_PAGE;
+    pthread_mutex_lock(&kn_dsm.call);
+    int slot = -1;
+    for (int i = 0; i < kn_dsm.nown; i++)
+        if (!kn_dsm.own[i].lo)
+            slot = i;
+    if (slot < 0 && kn_dsm.nown < KN_DSM_OWN_MAX)
+        slot = kn_dsm.nown;
+    if (slot < 0) {
+        kn_dsm_error("kn_dsm_own: this process owns %d ranges, the most it may", KN_DSM_OWN_MAX);
+        pthread_mutex_unlock(&kn_dsm.call);
+        return -1;
+    }
+    if (kn_dsm.protect) {
+        for (uint64_t p = p0; p < p0 + n; p++) {
+            uint64_t bit = 1ull << (p % 64);
+            if ((kn_dsm.inval && (atomic_load(&kn_dsm.inval[p / 64]) & bit)) ||
+                (atomic_fetch_or(&kn_dsm.bits[p / 64], bit) & bit)) {
+                for (uint64_t q = p0; q < p; q++) /* (undo: they were not written) */
+                    atomic_fetch_and(&kn_dsm.bits[q / 64], ~(1ull << (q % 64)));
+                kn_dsm_error("kn_dsm_own(%p, %zu): a page was written since the last release", lo, len);
+                pthread_mutex_unlock(&kn_dsm.call);
+                return -1;
+            }
+            kn_dsm_page_t *pg = &kn_dsm.pages[p];
+            kn_dsm_page_lock(pg);
+            if (!fresh && !(atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) &&
+                !(kn_dsm.invalidate && kn_dsm_home(&kn_dsm.homes, p) == kn_dsm.node))
+                memcpy(kn_dsm.twin + p * KN_DSM_PAGE, kn_dsm.base + p * KN_DSM_PAGE, KN_DSM_PAGE);
+            atomic_fetch_add_explicit(pg, 1, memory_order_relaxed);
+            kn_dsm_page_unlock(pg);
+        }
+        mprotect(a, len, PROT_READ | PROT_WRITE);
+    }
+    kn_dsm.own[slot].lo = a;
+    kn_dsm.own[slot].hi = a + len;
+    atomic_store(&kn_dsm.own[slot].live, a + len);
+    if (slot == kn_dsm.nown)
+        kn_dsm.nown++;
+    pthread_mutex_unlock(&kn_dsm.call);
+    return slot;
+}
+
+void kn_dsm_own_live(int slot, const void *live)
+{
+    if (slot < 0 || slot >= kn_dsm.nown)
+        return;
+    kn_dsm_own_t *o = &kn_dsm.own[slot];
+    char *l = (char *)((uintptr_t)live & ~(uintptr_t)(KN_DSM_PAGE - 1));
+    atomic_store_explicit(&o->live, l < o->lo ? o->lo : l > o->hi ? o->hi : l, memory_order_relaxed);
+}
+
+/* The owned pages in use now, after list[0, n): how many. */
+static uint64_t owned_live(uint32_t *list, uint64_t n)
+{
+    uint64_t k = 0;
+    for (int i = 0; i < kn_dsm.nown; i++) {
+        const kn_dsm_own_t *o = &kn_dsm.own[i];
+        if (!o->lo)
+            continue;
+        uint64_t from = (uint64_t)(atomic_load_explicit(&o->live, memory_order_relaxed) - kn_dsm.base) / KN_DSM_PAGE;
+        uint64_t to = (uint64_t)(o->hi - kn_dsm.base) / KN_DSM_PAGE;
+        for (uint64_t p = from; p < to && n + k < kn_dsm.npages; p++)
+            list[n + k++] = (uint32_t)p;
+    }
+    return k;
+}
+
 static void *map_anon(size_t len)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -171,7 +254,7 @@ int kn_dsm_track_start(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGSEGV, &sa, &kn_dsm.old_segv) < 0) {
         kn_dsm_error("rank %d: sigaction(SIGSEGV): %s", knit_rank(kn_dsm.ctx), strerror(errno));
@@ -451,7 +534,7 @@ void kn_dsm_invalidate(const kn_dsm_delta_t *d)
         uint32_t p = pages[i];
         /* a page homed here is always current; one this process wrote
          * since its release keeps what it wrote (none: acquires release first) */
-        if (p >= kn_dsm.npages || kn_dsm_home(p, kn_dsm.home_pages, kn_dsm.nnodes) == kn_dsm.node ||
+        if (p >= kn_dsm.npages || kn_dsm_home(&kn_dsm.homes, p) == kn_dsm.node ||
             (atomic_load(&kn_dsm.bits[p / 64]) & (1ull << (p % 64))))
             continue;
         pages[n++] = p;
@@ -478,12 +561,16 @@ knit_status_t kn_dsm_release(void)
     kn_dsm.work = list;
     kn_dsm.ndirty = 0;
     atomic_flag_clear_explicit(&kn_dsm.dirty_lock, memory_order_release);
-    if (!np)
-        return KNIT_OK; /* nothing written since the last release (which waited for it all) */
     qsort(list, np, sizeof(uint32_t), cmp_u32);
     protect(list, np, PROT_READ);
     for (uint64_t i = 0; i < np; i++)
         atomic_fetch_and(&kn_dsm.bits[list[i] / 64], ~(1ull << (list[i] % 64)));
+    /* then the owned pages in use: they stay writable, and their twins
+     * take all that goes out */
+    uint64_t nowned = np;
+    np += owned_live(list, np);
+    if (!np)
+        return KNIT_OK; /* nothing written since the last release (which waited for it all) */
     kn_dsm_counters_t *c = &kn_dsm.meta->c;
     uint64_t t = atomic_fetch_add(&kn_dsm.meta->ticket, 1) + 1;
     diff_t d = {0};
@@ -494,13 +581,14 @@ knit_status_t kn_dsm_release(void)
         kn_dsm_page_t *pg = &kn_dsm.pages[p];
         uint64_t first = d.n;
         kn_dsm_page_lock(pg);
-        int home_here = kn_dsm.invalidate && kn_dsm_home(p, kn_dsm.home_pages, kn_dsm.nnodes) == kn_dsm.node;
+        int home_here = kn_dsm.invalidate && kn_dsm_home(&kn_dsm.homes, p) == kn_dsm.node;
         if (ps.st == KNIT_OK && !home_here && diff_page(p, &d) < 0) /* (a page homed here is in place) */
             ps.st = KNIT_ERR_NOMEM;
         uint32_t refs = atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS;
-        if (refs > 1 && !home_here) /* others of the node still write it: the twin takes what goes out */
+        int owned = i >= nowned;
+        if ((refs > 1 || owned) && !home_here) /* others of the node still write it: the twin takes what goes out */
             twin_take(p, first ? first - 1 : 0, d.n);
-        if (refs)
+        if (refs && !owned)
             atomic_fetch_sub_explicit(pg, 1, memory_order_relaxed);
         kn_dsm_page_unlock(pg);
         nruns += d.n - first;

@@ -4,7 +4,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 # rank of each layer: a layer may include layers of lower or equal rank
-declare -A rank=([util]=0 [boot]=1 [tl]=2 [shm]=2 [net]=2 [p2p]=3 [offload]=4 [rma]=5 [coll]=5 [dsm]=6 [core]=7 [mpi]=8 [armci]=8)
+declare -A rank=([util]=0 [boot]=1 [tl]=2 [shm]=2 [net]=2 [p2p]=3 [offload]=4 [rma]=5 [coll]=5 [dsm]=6 [core]=7 [mpi]=8 [armci]=8 [omp]=8)
 bad=0
 for f in src/*/*.[ch]; do
     layer=$(basename "$(dirname "$f")")
