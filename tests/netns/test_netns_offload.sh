@@ -56,6 +56,20 @@ for p in update invalidate; do
     done
 done
 
+# OpenMP across hosts (docs/openmp.md): a dynamic loop's picture, its
+# checksum as one process alone computes it, rows from both hosts
+MANDEL=$ROOT/$BUILD/examples/omp/mandel
+ref=$(OMP_NUM_THREADS=2 "$MANDEL" -q -s 256x256 -i 300 -o "$TMP/ref.png" | grep '^checksum')
+for p in update invalidate; do
+    run "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 90 -x OMP_NUM_THREADS=1 -x KNIT_DSM_PROTOCOL=$p \
+        "$MANDEL" -q -s 256x256 -i 300 -o "$TMP/m.png"
+    if [ "$RC" -eq 0 ] && [ -n "$ref" ] && grep -qx "$ref" "$OUT" && grep -Eq '^rows per node: [1-9][0-9]* [1-9]' "$OUT"; then
+        pass "netns.omp.mandel.$p"
+    else
+        fail "netns.omp.mandel.$p" "status $RC, want '$ref': $(grep -E '^(checksum|rows)' "$OUT" | tr '\n' ' ') $(tail -n 2 "$ERR")"
+    fi
+done
+
 # the daemons talked over the bridge, and nothing is left in the namespaces
 run env KNIT_LOG_LEVEL=info "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 "$T" "$M" paths agent
 inns=$(ip netns pids "$H1"; ip netns pids "$H2")

@@ -8,14 +8,15 @@
 # screenshot's picture complete and in the nodes' hues), POST /quit ends it.
 # Builds nothing:
 #   MANDEL      the binary (default $ROOT/$BUILD/examples/omp/mandel)
-#   MANDEL_RUN  the launcher before it, split at spaces (default none;
-#               e.g. "knitrun -n 2 --nodes 2")
+#   MANDEL_RUN  the launcher before it, split at spaces (default: two
+#               emulated nodes of one thread, "knitrun -n 2 --nodes 2 -x
+#               OMP_NUM_THREADS=1"; "" runs it alone)
 #   CHROMIUM    the browser (default chromium or chromium-browser from PATH;
 #               without one the browser's checks are skipped)
 source "$(dirname "$0")/../job/lib.sh"
 
 MANDEL=${MANDEL:-$ROOT/$BUILD/examples/omp/mandel}
-read -r -a LAUNCH <<<"${MANDEL_RUN:-}"
+read -r -a LAUNCH <<<"${MANDEL_RUN-$KNITRUN -n 2 --nodes 2 -x OMP_NUM_THREADS=1}"
 [ -x "$MANDEL" ] || { echo "FAIL mandel.build: $MANDEL is missing"; exit 1; }
 command -v python3 >/dev/null || { echo "SKIP mandel: no python3"; exit 0; }
 
