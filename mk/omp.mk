@@ -20,7 +20,7 @@ $(KOMP_DIR)/%.o: src/omp/link/%.c
 	$(Q)$(CC) -O2 -Wall -Wextra -Werror -c -o $@ $<
 $(KOMP_DIR)/libgomp.spec: mk/omp.mk
 	@mkdir -p $(@D)
-	$(Q)printf '# knitcc -fopenmp: komp (libknitomp) instead of libgomp\n*link_gomp:\n\n' > $@
+	$(Q)printf '# knitcc -fopenmp: komp (libknitomp) instead of libgomp\n*link_gomp:\n\n\n' > $@
 
 KOMP_LINK := $(LIBKNITOMP_SO) $(BUILD)/lib/libknitomp.so.0 $(KOMP_DIR)/komp_begin.o $(KOMP_DIR)/komp_end.o \
 	$(KOMP_DIR)/libgomp.spec $(BUILD)/bin/knitcc

@@ -813,6 +813,7 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         h.type = KN_DSM_M_LOCK;
         h.b = (uint64_t)req->rank;
         h.c = q->b; /* invalidate: the rank's log position */
+        h.bytes = (q->flags & KN_DSM_QF_TRY) ? 1 : 0; /* (no payload: the try's mark) */
         break;
     case KN_DSM_Q_ACQUIRE:
         h.type = KN_DSM_M_ACQ;

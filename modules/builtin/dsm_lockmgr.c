@@ -120,6 +120,11 @@ static void grant(knit_mod_ctx_t *m, state_t *s, int32_t node, int64_t rank, uin
 static void lock_req(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_msg_t *h)
 {
     lock_t *l = lock_of(s, h->a, 1);
+    if (l && l->holder >= 0 && h->bytes == 1) { /* a try */
+        kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_AGAIN};
+        K->send(m, node, &r, sizeof(r));
+        return;
+    }
     lwait_t *w = l && l->holder >= 0 ? malloc(sizeof(*w)) : NULL;
     if (!l || (l->holder >= 0 && !w)) {
         kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_NOMEM};

@@ -111,6 +111,8 @@ knit_status_t kn_dsm_detach(void);
  * releases from the range's live bound: a slot, or -1. */
 int kn_dsm_own(void *lo, size_t len, int fresh);
 void kn_dsm_own_live(int slot, const void *live);
+/* knit_dsm_lock, or KNIT_ERR_AGAIN at once when another rank holds it. */
+knit_status_t kn_dsm_trylock(uint64_t id);
 /* knit_dsm_barrier among comm's ranks only. */
 knit_status_t kn_dsm_barrier_on(knit_comm_t *comm);
 /* invalidate: learn what other nodes wrote (an acquire); update: nothing. */

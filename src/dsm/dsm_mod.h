@@ -94,6 +94,7 @@ enum kn_dsm_op {
 };
 #define KN_DSM_QF_MORE 1u    /* RELEASE: more runs of this ticket follow in another request */
 #define KN_DSM_QF_GUIDED 2u  /* COUNT */
+#define KN_DSM_QF_TRY 8u     /* LOCK: fails at once (KNIT_MOD_ERR_AGAIN) when another rank holds it */
 #define KN_DSM_QF_ORDERED 4u /* COUNT */
 
 /* The answer to COUNT: the counter's value before, and the step taken
@@ -151,7 +152,8 @@ enum kn_dsm_msg_type {
     KN_DSM_M_UPD = 1, KN_DSM_M_ACK, KN_DSM_M_BAD,
     KN_DSM_M_WANT,       /* a = the sender's want epoch */
     KN_DSM_M_TOKEN,      /* 2 * nnodes uint32_t follow: served[], want[] */
-    KN_DSM_M_LOCK,       /* to node 0: a = id, b = rank, ticket = request token */
+    KN_DSM_M_LOCK,       /* to node 0: a = id, b = rank, ticket = request token (bytes 1: a try,
+                          * answered by a REPLY of KNIT_MOD_ERR_AGAIN when it is held) */
     KN_DSM_M_GRANT,      /* from node 0: ticket = request token */
     KN_DSM_M_UNLOCK,     /* to node 0: a = id, b = rank */
     KN_DSM_M_ALLOC,      /* to node 0: a = bytes, b = alignment, ticket = token */

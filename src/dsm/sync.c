@@ -126,7 +126,7 @@ static int held_at(uint64_t id)
     return -1;
 }
 
-knit_status_t knit_dsm_lock(uint64_t id)
+static knit_status_t lock(uint64_t id, unsigned flags)
 {
     if (!kn_dsm.base)
         return not_mapped();
@@ -143,7 +143,7 @@ knit_status_t knit_dsm_lock(uint64_t id)
         /* what this process wrote goes home first, so that the pages the
          * grant invalidates hold nothing of it */
         st = kn_dsm_release();
-        kn_dsm_q_t q = {.op = KN_DSM_Q_LOCK, .a = id, .b = kn_dsm.pos};
+        kn_dsm_q_t q = {.op = KN_DSM_Q_LOCK, .flags = flags, .a = id, .b = kn_dsm.pos};
         if (st == KNIT_OK)
             st = acquire(&q);
         if (st == KNIT_OK)
@@ -151,13 +151,23 @@ knit_status_t knit_dsm_lock(uint64_t id)
     } else {
         /* (held while asked for, so that the process asks once) */
         kn_dsm.held[kn_dsm.nheld++] = id;
-        kn_dsm_q_t q = {.op = KN_DSM_Q_LOCK, .a = id};
+        kn_dsm_q_t q = {.op = KN_DSM_Q_LOCK, .flags = flags, .a = id};
         st = ask_waiting(&q, sizeof(q));
         if (st != KNIT_OK)
             kn_dsm.held[held_at(id)] = kn_dsm.held[--kn_dsm.nheld];
     }
     pthread_mutex_unlock(&kn_dsm.call);
     return st;
+}
+
+knit_status_t knit_dsm_lock(uint64_t id)
+{
+    return lock(id, 0);
+}
+
+knit_status_t kn_dsm_trylock(uint64_t id)
+{
+    return lock(id, KN_DSM_QF_TRY);
 }
 
 knit_status_t knit_dsm_unlock(uint64_t id)

@@ -266,3 +266,25 @@ size_t malloc_usable_size(void *p)
         return hdr_of(p)->size;
     return next.usable ? next.usable(p) : 0;
 }
+
+/* strdup and strndup of the program's: their copies are shared too (the C
+ * library's would call its own malloc) */
+char *strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = program(__builtin_return_address(0)) ? region_alloc(n, 16)
+                                                     : (next.malloc ? next.malloc(n) : __libc_malloc(n));
+    return d ? memcpy(d, s, n) : NULL;
+}
+
+char *strndup(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    char *d = program(__builtin_return_address(0)) ? region_alloc(n + 1, 16)
+                                                     : (next.malloc ? next.malloc(n + 1) : __libc_malloc(n + 1));
+    if (!d)
+        return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}

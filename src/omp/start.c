@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "dsm/dsm_int.h"
@@ -226,33 +225,38 @@ static struct {
     char **argv, **envp;
     int (*main_fn)(int, char **, char **);
     int code;
-    ucontext_t back;
+    int own;
 } run;
 
-static void on_stack(void)
+static void *on_stack(void *arg)
 {
+    (void)arg;
+    komp_thr()->own = run.own;
     if (knit_rank(komp.ctx) == 0)
         run.code = run.main_fn(run.argc, run.argv, run.envp);
     else
         komp_serve();
+    return NULL;
 }
 
-/* The rest of the process's life on stack slot 0 of its node. */
-static void switch_stack(void)
+/* main (or komp_serve) runs in a thread of its own whose stack is slot 0
+ * of the node's: glibc puts a thread's TLS at the top of the stack it is
+ * given, so the master's threadprivate variables (copyin's source) are in
+ * the region too, not in the initial thread's private block. */
+static void run_on_slot0(void)
 {
-    komp_thr_t *t = komp_thr();
-    t->own = komp_own_slot(0);
+    run.own = komp_own_slot(0);
     char *lo, *hi;
     komp_slot(0, &lo, &hi);
-    ucontext_t uc;
-    if (getcontext(&uc) < 0)
-        komp_fatal("getcontext: %s", strerror(errno));
-    uc.uc_stack.ss_sp = lo;
-    uc.uc_stack.ss_size = (size_t)(hi - lo);
-    uc.uc_link = &run.back;
-    makecontext(&uc, on_stack, 0);
-    if (swapcontext(&run.back, &uc) < 0)
-        komp_fatal("swapcontext: %s", strerror(errno));
+    pthread_attr_t a;
+    pthread_t t;
+    pthread_attr_init(&a);
+    pthread_attr_setstack(&a, lo, (size_t)(hi - lo));
+    int e = pthread_create(&t, &a, on_stack, NULL);
+    pthread_attr_destroy(&a);
+    if (e)
+        komp_fatal("cannot start the master thread: %s", strerror(e));
+    pthread_join(t, NULL);
 }
 
 /* Every node: the region lets go (collective), knit ends. */
@@ -339,7 +343,7 @@ int komp_main(int argc, char **argv, char **envp, int (*main_fn)(int, char **, c
     run.argv = argv;
     run.envp = envp;
     run.main_fn = main_fn;
-    switch_stack();
+    run_on_slot0();
     /* the master, main returned */
     komp_end_job(run.code);
     return run.code;

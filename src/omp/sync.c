@@ -164,15 +164,21 @@ void omp_unset_lock(omp_lock_t *l)
     komp_unlock_global(lock_id(l));
 }
 
-/* (across nodes, once no thread of this process has it, this waits for
- * the lock's grant: the region's locks have no "try") */
 int omp_test_lock(omp_lock_t *l)
 {
     entry_t *e = entry_of(lock_id(l));
     if (pthread_mutex_trylock(&e->m))
         return 0;
-    if (komp.multi)
-        global_take(lock_id(l));
+    if (komp.multi) {
+        komp_own_live(komp_thr());
+        knit_status_t st = kn_dsm_trylock(lock_id(l));
+        if (st == KNIT_ERR_AGAIN) {
+            pthread_mutex_unlock(&e->m);
+            return 0;
+        }
+        if (st != KNIT_OK)
+            komp_fatal("a lock of the job (%#llx): %s", (unsigned long long)lock_id(l), knit_dsm_last_error());
+    }
     return 1;
 }
 

@@ -114,11 +114,9 @@ void komp_run_team(komp_team_t *tm, int local)
     t->level = t->active_level = 0;
 }
 
-static void *pool_main(void *arg)
+static void *pool_main(int local, uint64_t seen)
 {
-    int local = (int)(intptr_t)arg;
     thr.local = local;
-    uint64_t seen = 0;
     pthread_mutex_lock(&pool_lock);
     komp.pool_thr[local] = &thr;
     for (;;) {
@@ -137,6 +135,7 @@ static void *pool_main(void *arg)
 
 typedef struct pool_start {
     int local, own;
+    uint64_t seq;              /* the regions dispatched before it: not its */
 } pool_start_t;
 
 static void *pool_entry(void *arg)
@@ -144,8 +143,9 @@ static void *pool_entry(void *arg)
     pool_start_t *ps = arg;
     thr.own = ps->own;
     int local = ps->local;
+    uint64_t seq = ps->seq;
     free(ps);
-    return pool_main((void *)(intptr_t)local);
+    return pool_main(local, seq);
 }
 
 /* Threads 1 .. n - 1 of this process exist (their stacks in the region's
@@ -160,6 +160,9 @@ static void pool_grow(int n)
             komp_fatal("no memory for a thread");
         ps->local = i;
         ps->own = -1;
+        pthread_mutex_lock(&pool_lock);
+        ps->seq = pool_seq;
+        pthread_mutex_unlock(&pool_lock);
         if (komp.multi) {
             char *lo, *hi;
             komp_slot(i, &lo, &hi);
