@@ -86,3 +86,11 @@ DSM_ARGS ?=
 .PHONY: bench-dsm
 bench-dsm: all
 	$(Q)python3 bench/dsm.py --build $(BUILD) $(DSM_ARGS)
+
+# OpenMP across nodes (bench/omp.py; docs/openmp.md): EP, Mandelbrot,
+# Himeno and CG built with gcc -fopenmp (libgomp) and knitcc -fopenmp
+# (komp), the same total thread count, both protocols of the region.
+OMP_BENCH_ARGS ?=
+.PHONY: bench-omp
+bench-omp: all
+	$(Q)python3 bench/omp.py --build $(BUILD) $(OMP_BENCH_ARGS)

@@ -66,5 +66,15 @@ show "knitrun -n 4 --nodes 2 $BUILD/examples/dsm_primes"
 "$KNITRUN" -n 4 --nodes 2 "$B/examples/dsm_primes" || { echo "demo: the region's job failed"; exit 1; }
 echo "   one region at the same address in every rank; writes reach the other node at"
 echo "   unlock and barrier, carried around a ring of the node agents (docs/dsm.md)."
+
+step "7. OpenMP across nodes: examples/omp/mandel.c, unchanged, with knitcc -fopenmp"
+show "knitcc -O2 -fopenmp -o $BUILD/examples/omp/mandel examples/omp/mandel.c \$(pkg-config --libs libmicrohttpd libpng) -lm"
+show "knitrun -n 2 --nodes 2 -x OMP_NUM_THREADS=1 $BUILD/examples/omp/mandel -s 1024x1024 -o $BUILD/mandel.png"
+out=$("$KNITRUN" -n 2 --nodes 2 -x OMP_NUM_THREADS=1 "$B/examples/omp/mandel" -q -s 1024x1024 -o "$B/mandel.png" 2>&1) ||
+    { echo "$out" | tail -n 5; echo "demo: the OpenMP job failed"; exit 1; }
+grep -E '^(nodes|rows per node|time|wrote)' <<<"$out" | sed 's/^/   /'
+echo "   one process per node runs the threads of a dynamic loop; the program's globals, heap"
+echo "   and stacks are in the replicated region (docs/openmp.md). --serve 8080 shows the"
+echo "   picture filling in live, rows in the color of the node that computed them."
 echo
 echo "demo: done. More: make test, make bench, docs/guide.md"

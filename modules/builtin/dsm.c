@@ -853,7 +853,7 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
         struct {
             kn_dsm_msg_t h;
             kn_dsm_count_q_t c;
-        } cm = {.h = h, .c = {.askers = q->nmasks, .flags = q->flags}};
+        } cm = {.h = h, .c = {.askers = q->nmasks, .flags = q->flags, .parts = q->nnotes}};
         cm.h.type = KN_DSM_M_COUNT;
         cm.h.c = q->nruns;
         cm.h.bytes = sizeof(cm.c);

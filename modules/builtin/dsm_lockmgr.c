@@ -333,7 +333,7 @@ static void count_req(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_
 {
     kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .bytes = 2 * sizeof(uint64_t)};
     const kn_dsm_count_q_t *q = (const kn_dsm_count_q_t *)(h + 1);
-    if (len != sizeof(*h) + sizeof(*q) || !q->askers) {
+    if (len != sizeof(*h) + sizeof(*q) || !q->askers || ((q->flags & KN_DSM_QF_GUIDED) && !q->parts)) {
         r.b = (uint64_t)(int64_t)KNIT_MOD_ERR_INVAL;
         K->send(m, from, &r, sizeof(r));
         return;
@@ -353,8 +353,8 @@ static void count_req(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_
         pp = &s->counters;
     }
     uint64_t left = c->value < h->c ? h->c - c->value : 0, step = h->b;
-    if ((q->flags & KN_DSM_QF_GUIDED) && (left + q->askers - 1) / q->askers > step)
-        step = (left + q->askers - 1) / q->askers;
+    if ((q->flags & KN_DSM_QF_GUIDED) && step && (left + q->parts - 1) / q->parts > step)
+        step = ((left + q->parts - 1) / q->parts + step - 1) / step * step; /* (whole steps of b) */
     if (step > left)
         step = left;
     r.a = c->value;

@@ -118,7 +118,7 @@ knit_status_t kn_dsm_barrier_on(knit_comm_t *comm);
 /* invalidate: learn what other nodes wrote (an acquire); update: nothing. */
 knit_status_t kn_dsm_acquire(void);
 /* A step of node 0's counter id (dsm_mod.h, KN_DSM_Q_COUNT). */
-knit_status_t kn_dsm_count(uint64_t id, uint64_t step, uint64_t limit, uint64_t askers, unsigned flags,
-                           kn_dsm_count_t *out);
+knit_status_t kn_dsm_count(uint64_t id, uint64_t step, uint64_t limit, uint64_t askers, uint64_t parts,
+                           unsigned flags, kn_dsm_count_t *out);
 
 #endif

@@ -90,7 +90,7 @@ enum kn_dsm_op {
                           * b = the step; nruns = the limit: a step stops there; nmasks = the
                           * askers: the counter goes once that many were told it reached the
                           * limit (KN_DSM_QF_ORDERED: once it reaches it).  KN_DSM_QF_GUIDED:
-                          * the step is the most of b and (limit - value) / askers. */
+                          * the step is the most of b and (limit - value) / nnotes, in whole b. */
 };
 #define KN_DSM_QF_MORE 1u    /* RELEASE: more runs of this ticket follow in another request */
 #define KN_DSM_QF_GUIDED 2u  /* COUNT */
@@ -180,7 +180,7 @@ typedef struct kn_dsm_msg {
 } kn_dsm_msg_t;
 
 typedef struct kn_dsm_count_q {
-    uint64_t askers, flags;
+    uint64_t askers, flags, parts;
 } kn_dsm_count_q_t;
 
 /* The answer to ACQUIRE (and to LOCK under invalidate): the pages other

@@ -74,12 +74,13 @@ knit_status_t knit_dsm_barrier(void)
     return kn_dsm_barrier_on(knit_comm_world(kn_dsm.ctx));
 }
 
-knit_status_t kn_dsm_count(uint64_t id, uint64_t step, uint64_t limit, uint64_t askers, unsigned flags,
-                           kn_dsm_count_t *out)
+knit_status_t kn_dsm_count(uint64_t id, uint64_t step, uint64_t limit, uint64_t askers, uint64_t parts,
+                           unsigned flags, kn_dsm_count_t *out)
 {
     if (!kn_dsm.base)
         return not_mapped();
-    kn_dsm_q_t q = {.op = KN_DSM_Q_COUNT, .flags = flags, .a = id, .b = step, .nruns = limit, .nmasks = askers};
+    kn_dsm_q_t q = {.op = KN_DSM_Q_COUNT, .flags = flags, .a = id, .b = step, .nruns = limit, .nmasks = askers,
+                    .nnotes = parts};
     pthread_mutex_lock(&kn_dsm.call);
     knit_status_t st = kn_dsm_ask(&q, sizeof(q), out, sizeof(*out));
     pthread_mutex_unlock(&kn_dsm.call);

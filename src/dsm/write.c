@@ -371,7 +371,10 @@ static int diff_page(uint64_t p, diff_t *d)
     }
     if (!memcmp(cur, old, KN_DSM_PAGE)) /* (opened ahead of a writer that stopped short) */
         return 0;
-    for (unsigned w = 0; w < KN_DSM_PAGE / 8; w++) {
+    uint64_t bytes0 = d->bytes;
+    for (unsigned w = 0; w < KN_DSM_PAGE / 8 && d->npage <= KN_DSM_SCATTER; w++) {
+        /* (a page found scattered stops here: its mask is built below in
+         * one pass, not byte by byte) */
         uint64_t x = cur[w] ^ old[w];
         if (!x) {
             if (open)
@@ -393,7 +396,7 @@ static int diff_page(uint64_t p, diff_t *d)
             }
         }
     }
-    if (open)
+    if (open && d->npage <= KN_DSM_SCATTER)
         page_run(d, start, KN_DSM_PAGE);
     uint64_t base = p * KN_DSM_PAGE;
     if (d->npage <= KN_DSM_SCATTER) {
@@ -418,11 +421,14 @@ static int diff_page(uint64_t p, diff_t *d)
         kn_dsm.masks_cap = cap;
     }
     unsigned char *mask = kn_dsm.masks + d->nmasks * KN_DSM_MASK;
+    uint64_t changed = 0;
     for (unsigned w = first; w < last; w++) { /* a bit per byte: its byte of cur ^ old is not 0 */
         uint64_t x = cur[w] ^ old[w];
         uint64_t y = (((x & ~HIGHS) + ~HIGHS) | x) & HIGHS;
         mask[w - first] = (unsigned char)(((y >> 7) * 0x0102040810204080ull) >> 56);
+        changed += ((y >> 7) * ONES) >> 56; /* (its bytes that differ) */
     }
+    d->bytes = bytes0 + changed;
     d->nmasks++;
     return run_push(d, (kn_dsm_run_t){.off = base + first * 8, .len = (last - first) * 8, .mask = (uint32_t)d->nmasks});
 }

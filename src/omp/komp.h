@@ -31,13 +31,15 @@
 
 enum komp_sched { KOMP_STATIC = 1, KOMP_DYNAMIC = 2, KOMP_GUIDED = 3, KOMP_AUTO = 4 };
 
-/* A work-sharing construct of a one-node team (the counter of its
- * dynamic or guided loop, or its sections). */
+/* A dynamic or guided loop (or sections) in the process: a one-node
+ * team's counter, or across nodes the batch this node took. */
 typedef struct komp_ws {
     uint64_t seq;              /* the construct (0: the slot is free) */
     uint64_t next;             /* iterations handed out */
     int done;                  /* threads that saw it end */
     uint64_t ordered;          /* ordered: the next iteration whose turn it is */
+    uint64_t bfrom, bto;       /* across nodes: this node's batch of iterations left */
+    int ended;                 /* across nodes: the team's counter is spent */
 } komp_ws_t;
 
 typedef struct komp_team {

@@ -23,6 +23,10 @@
 #include "omp/komp.h"
 
 #define ORDERED_BIT (1ull << 63)
+#define LIVE_FLUSH 0.1    /* seconds */
+#define BATCH_PARTS 2     /* across nodes, a node's batch: what is left / (team threads * this) */
+
+double omp_get_wtime(void);
 
 uint64_t komp_ws_id(const komp_team_t *tm, uint64_t seq)
 {
@@ -56,10 +60,10 @@ static komp_ws_t *ws_slot(komp_team_t *tm, uint64_t seq)
     }
 }
 
-/* (under ws_lock) a thread saw the construct end */
+/* (under ws_lock) a thread of the process saw the construct end */
 static void ws_done(komp_team_t *tm, komp_ws_t *w)
 {
-    if (++w->done == tm->nthreads) {
+    if (++w->done == tm->nlocal) {
         w->seq = 0;
         atomic_fetch_add(&tm->ws_wait, 1);
         komp_wake(&tm->ws_wait);
@@ -110,38 +114,75 @@ static int static_next(komp_thr_t *t, uint64_t *from, uint64_t *to)
     return 1;
 }
 
+/* Across nodes: the node's threads take chunks from a batch of the
+ * team's counter, and the thread that finds it empty asks node 0 for the
+ * next (the others wait for it): a guided share of what is left (at least
+ * a chunk, whole chunks), so that a loop of many small chunks costs a few
+ * round trips per node, not one per chunk. */
+static int batch_take(komp_thr_t *t, komp_ws_t *w, uint64_t chunk)
+{
+    komp_loop_t *l = &t->loop;
+    komp_team_t *tm = t->team;
+    while (w->bfrom >= w->bto) {
+        if (w->ended)
+            return 0;
+        kn_dsm_count_t c;
+        knit_status_t st = kn_dsm_count(komp_ws_id(tm, l->seq), chunk, l->n, (uint64_t)tm->nodes,
+                              (uint64_t)tm->nthreads * BATCH_PARTS, KN_DSM_QF_GUIDED, &c);
+        if (st != KNIT_OK)
+            komp_fatal("a loop's next chunks: %s", knit_dsm_last_error());
+        if (!c.step)
+            w->ended = 1;
+        w->bfrom = c.from;
+        w->bto = c.from + c.step;
+    }
+    return 1;
+}
+
 static int dynamic_next(komp_thr_t *t, uint64_t *from, uint64_t *to)
 {
     komp_loop_t *l = &t->loop;
     komp_team_t *tm = t->team;
     uint64_t chunk = l->chunk ? l->chunk : 1;
     if (across(tm)) {
-        kn_dsm_count_t c;
-        /* a chunk handed out is a point where what this node wrote goes
-         * out (a live view of a loop's results; the next chunk's request
-         * waits for it anyway) */
-        knit_status_t st = knit_dsm_flush();
-        if (st == KNIT_OK)
-            st = kn_dsm_count(komp_ws_id(tm, l->seq), chunk, l->n, (uint64_t)tm->nthreads,
-                              l->kind == KOMP_GUIDED ? KN_DSM_QF_GUIDED : 0, &c);
-        if (st != KNIT_OK)
-            komp_fatal("a loop's next chunk: %s", knit_dsm_last_error());
-        *from = c.from;
-        *to = c.from + c.step;
-        return c.step != 0;
+        /* every LIVE_FLUSH at most, a chunk handed out is a point where
+         * what this node wrote goes out: the master sees a loop's results
+         * while it runs (examples/omp/mandel.c shows them) */
+        static __thread double last;
+        double now = omp_get_wtime();
+        if (now - last >= LIVE_FLUSH) {
+            if (knit_dsm_flush() != KNIT_OK)
+                komp_fatal("a loop's release: %s", knit_dsm_last_error());
+            last = now;
+        }
     }
     komp_ws_t *w = ws_slot(tm, l->seq);
-    uint64_t left = w->next < l->n ? l->n - w->next : 0, step = chunk;
+    uint64_t at, left;
+    if (across(tm)) {
+        if (!batch_take(t, w, chunk)) {
+            pthread_mutex_unlock(&tm->ws_lock);
+            return 0;
+        }
+        at = w->bfrom;
+        left = w->bto - w->bfrom;
+    } else {
+        at = w->next;
+        left = w->next < l->n ? l->n - w->next : 0;
+    }
+    uint64_t step = chunk;
     if (l->kind == KOMP_GUIDED) {
-        uint64_t q = (left + (uint64_t)tm->nthreads - 1) / (uint64_t)tm->nthreads;
+        uint64_t q = (left + (uint64_t)tm->nlocal - 1) / (uint64_t)tm->nlocal;
         if (q > step)
             step = q;
     }
     if (step > left)
         step = left;
-    *from = w->next;
-    *to = w->next + step;
-    w->next += step;
+    *from = at;
+    *to = at + step;
+    if (across(tm))
+        w->bfrom += step;
+    else
+        w->next += step;
     pthread_mutex_unlock(&tm->ws_lock);
     return step != 0;
 }
@@ -154,7 +195,7 @@ static uint64_t ordered_at(komp_thr_t *t, uint64_t step)
     komp_loop_t *l = &t->loop;
     if (across(tm)) {
         kn_dsm_count_t c;
-        if (kn_dsm_count(komp_ws_id(tm, l->seq) | ORDERED_BIT, step, l->n, 1, KN_DSM_QF_ORDERED, &c) != KNIT_OK)
+        if (kn_dsm_count(komp_ws_id(tm, l->seq) | ORDERED_BIT, step, l->n, 1, 1, KN_DSM_QF_ORDERED, &c) != KNIT_OK)
             komp_fatal("an ordered loop's turn: %s", knit_dsm_last_error());
         return c.from;
     }
@@ -247,8 +288,8 @@ int komp_loop_next(komp_thr_t *t, uint64_t *from, uint64_t *to)
     }
     if (!more) {
         l->ended = 1;
-        if (t->team && !across(t->team) && (l->kind != KOMP_STATIC || l->ordered)) {
-            /* (one node: the construct's slot goes once every thread is past it) */
+        if (t->team && (l->kind != KOMP_STATIC || (l->ordered && !across(t->team)))) {
+            /* (the construct's slot goes once every thread of the process is past it) */
             komp_ws_t *w = ws_slot(t->team, l->seq);
             ws_done(t->team, w);
             pthread_mutex_unlock(&t->team->ws_lock);
