@@ -579,6 +579,17 @@ static void dsmmod(void)
         dsm_req(&b, 1, &fr, sizeof(fr));
         u8(&b, 2);
         u8(&b, 2);
+        /* komp's: a loop's counter (a guided step, then spent), a try of a held lock */
+        kn_dsm_q_t cn = {.op = KN_DSM_Q_COUNT, .flags = KN_DSM_QF_GUIDED, .a = 77, .b = 3, .nruns = 20, .nmasks = 2,
+                         .nnotes = 4};
+        kn_dsm_q_t tl = {.op = KN_DSM_Q_LOCK, .flags = KN_DSM_QF_TRY, .a = 9};
+        dsm_req(&b, 0, &cn, sizeof(cn));
+        u8(&b, 2);
+        dsm_req(&b, 1, &cn, sizeof(cn));
+        u8(&b, 2);
+        dsm_req(&b, 0, &lk, sizeof(lk));
+        dsm_req(&b, 1, &tl, sizeof(tl));
+        u8(&b, 2);
         if (proto) {
             kn_dsm_q_t acq = {.op = KN_DSM_Q_ACQUIRE}, fe = {.op = KN_DSM_Q_FETCH, .a = 7, .b = 1};
             dsm_req(&b, 1, &acq, sizeof(acq));
