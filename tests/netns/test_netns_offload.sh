@@ -70,6 +70,24 @@ for p in update invalidate; do
     fi
 done
 
+# OpenMP constructs across hosts, each program's output as libgomp's with
+# as many threads (tests/omp: test_omp.sh has the whole table)
+for t in reduction_double critical lock for_dynamic single data_stack_global data_read; do
+    src=$ROOT/tests/omp/omp_$t.c
+    if ! gcc -O2 -fopenmp -o "$TMP/$t.gomp" "$src" 2>"$TMP/cc.err" ||
+        ! "$ROOT/$BUILD/bin/knitcc" -O2 -fopenmp -o "$TMP/$t.komp" "$src" 2>>"$TMP/cc.err"; then
+        fail "netns.omp.$t" "build: $(tail -n 2 "$TMP/cc.err")"
+        continue
+    fi
+    OMP_NUM_THREADS=4 "$TMP/$t.gomp" >"$TMP/$t.want" 2>&1
+    run "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 60 -x OMP_NUM_THREADS=2 "$TMP/$t.komp"
+    if [ "$RC" -eq 0 ] && cmp -s "$OUT" "$TMP/$t.want"; then
+        pass "netns.omp.$t"
+    else
+        fail "netns.omp.$t" "status $RC: $(diff "$TMP/$t.want" "$OUT" | head -n 3 | tr '\n' '|') $(tail -n 2 "$ERR")"
+    fi
+done
+
 # the daemons talked over the bridge, and nothing is left in the namespaces
 run env KNIT_LOG_LEVEL=info "$KNITRUN" --hosts "$H1,$H2" -n 2 --timeout 50 "$T" "$M" paths agent
 inns=$(ip netns pids "$H1"; ip netns pids "$H2")

@@ -90,6 +90,7 @@ task_single            x   x   x   .   x   .   x     -
 data_malloc            x   x   x   .   .   x   x     -
 data_stack_global      .   x   x   x   x   .   x     -
 data_realloc           .   x   x   .   .   .   x     -
+data_read              .   x   x   .   x   .   x     -
 data_parmalloc         .   x   x   x   .   x   x     -
 data_clauses           x   x   x   .   .   .   .     -
 unsupported_target     x   .   x   .   .   .   .     -
