@@ -137,6 +137,15 @@ static const char *frame_next(const kn_dsm_frame_t *f, const char *end)
     return (uint64_t)(end - (const char *)f) < step ? end : (const char *)f + step;
 }
 
+/* A byte of mask as a word: byte i all ones where bit i is set. */
+static uint64_t spread(unsigned mb)
+{
+    uint64_t m = 0;
+    for (; mb; mb &= mb - 1)
+        m |= 0xffull << (8 * __builtin_ctz(mb));
+    return m;
+}
+
 /* A masked frame: the bytes of [off, off + len) whose bit is set (one
  * page; a byte of mask per 8 bytes: all, none, or bit by bit). */
 static void apply_masked(state_t *s, uint64_t off, const unsigned char *mask, const unsigned char *src, uint64_t len)
@@ -145,6 +154,23 @@ static void apply_masked(state_t *s, uint64_t off, const unsigned char *mask, co
     unsigned char *d = (unsigned char *)s->data + off, *t = (unsigned char *)s->twin + off;
     kn_dsm_page_lock(pg);
     int twin = (atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) != 0;
+    if (!twin) { /* no rank of the node has the page writable, and none can make it so while its lock is
+                  * held here: nobody writes it now, so a word at a time */
+        for (uint64_t i = 0; i + 8 <= len; i += 8) {
+            unsigned mb = mask[i / 8];
+            if (!mb)
+                continue;
+            uint64_t m = mb == 0xff ? ~0ull : spread(mb), dv, sv;
+            memcpy(&dv, d + i, 8);
+            memcpy(&sv, src + i, 8);
+            dv = (dv & ~m) | (sv & m);
+            memcpy(d + i, &dv, 8);
+        }
+        for (uint64_t i = len & ~7ull, mb = len % 8 ? mask[i / 8] & ((1u << (len % 8)) - 1) : 0; mb; mb &= mb - 1)
+            d[i + (unsigned)__builtin_ctzll(mb)] = src[i + (unsigned)__builtin_ctzll(mb)];
+        kn_dsm_page_unlock(pg);
+        return;
+    }
     for (uint64_t i = 0; i < len; i += 8) {
         unsigned mb = mask[i / 8];
         uint64_t n = len - i < 8 ? len - i : 8;
