@@ -86,6 +86,18 @@ typedef struct kn_dsm {
 
 extern kn_dsm_t kn_dsm;
 
+/* Offset off of the region is mapped in this process (a layout's holes
+ * are not the region's). */
+static inline int kn_dsm_holds(uint64_t off)
+{
+    if (off >= kn_dsm.layout.map_from)
+        return off < kn_dsm.size;
+    for (int k = 0; k < kn_dsm.layout.nadopt; k++)
+        if (off - kn_dsm.layout.adopt[k].off < kn_dsm.layout.adopt[k].len)
+            return 1;
+    return 0;
+}
+
 /* this process's last error, also logged at debug level */
 void kn_dsm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -56,18 +56,6 @@ static void dirty_add(uint32_t p)
     atomic_flag_clear_explicit(&kn_dsm.dirty_lock, memory_order_release);
 }
 
-/* Page p is the region's in this process (a layout's holes are not). */
-static inline int mapped(uint64_t p)
-{
-    uint64_t off = p * KN_DSM_PAGE;
-    if (off >= kn_dsm.layout.map_from)
-        return 1;
-    for (int k = 0; k < kn_dsm.layout.nadopt; k++)
-        if (off - kn_dsm.layout.adopt[k].off < kn_dsm.layout.adopt[k].len)
-            return 1;
-    return 0;
-}
-
 static void chain(int sig, siginfo_t *si, void *uc)
 {
     const struct sigaction *o = &kn_dsm.old_segv;
@@ -105,7 +93,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     char *a = si->si_addr;
     char *base = kn_dsm.base;
     if (si->si_code != SEGV_ACCERR || !base || a < base || a >= base + kn_dsm.size ||
-        !mapped((uint64_t)(a - base) / KN_DSM_PAGE)) {
+        !kn_dsm_holds((uint64_t)(a - base))) {
         chain(sig, si, uc);
         return;
     }
@@ -151,7 +139,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
          * finds nothing at the release) */
         uint64_t k = 1;
         if (p > 0 && (atomic_load(&kn_dsm.bits[(p - 1) / 64]) & (1ull << ((p - 1) % 64))))
-            for (; k < AHEAD && p + k < kn_dsm.npages && mapped(p + k); k++) {
+            for (; k < AHEAD && p + k < kn_dsm.npages && kn_dsm_holds((p + k) * KN_DSM_PAGE); k++) {
                 uint64_t q = p + k, qb = 1ull << (q % 64);
                 if ((kn_dsm.inval && (atomic_load(&kn_dsm.inval[q / 64]) & qb)) ||
                     (atomic_fetch_or(&kn_dsm.bits[q / 64], qb) & qb))

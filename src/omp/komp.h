@@ -83,6 +83,7 @@ typedef struct komp_thr {
     uint64_t ws;               /* work sharing constructs begun in this team */
     komp_loop_t loop;
     int level;                 /* parallel regions around it (active or not) */
+    int outer_tid, outer_n;    /* its number and team size at level 1 */
     int active_level;
     int single;                /* one-node teams: singles begun */
 } komp_thr_t;
@@ -125,12 +126,22 @@ komp_thr_t *komp_thr(void);
 _Noreturn void komp_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void komp_not_supported(const char *what) __attribute__((noreturn));
 void komp_own_live(komp_thr_t *t);   /* the thread's stack in use is from here up */
+/* a function of the program as an offset into it, and back (the nodes may load it elsewhere) */
+uintptr_t komp_fn_offset(void (*fn)(void *));
+void (*komp_fn_at(uintptr_t off))(void *);
+void komp_slot(int i, char **lo, char **hi);  /* this node's stack slot i */
+int komp_own_slot(int i);                     /* ... owned by this process: its owned range */
+void komp_node_end(int code) __attribute__((noreturn)); /* told to end by the master */
+/* src/omp/link/komp_begin.c's __wrap_main and __wrap_exit call these */
+int komp_main(int argc, char **argv, char **envp, int (*main_fn)(int, char **, char **), char *const marks[4]);
+void komp_exit(int code);
 
 /* The region's memory (the adopted globals, the stacks, the heap; not
  * the holes between). */
 int komp_in_region(const void *p);
 
 /* team.c */
+void komp_bcast_end(int code);   /* the master: the others leave komp_serve */
 void komp_barrier(komp_thr_t *t);
 void komp_run_team(komp_team_t *tm, int local); /* a thread of this process runs its part */
 void komp_serve(void) __attribute__((noreturn));

@@ -207,15 +207,7 @@ void komp_own_live(komp_thr_t *t)
 int komp_in_region(const void *p)
 {
     const char *c = p, *base = kn_dsm.base;
-    if (!base || c < base || c >= base + kn_dsm.size)
-        return 0;
-    uint64_t off = (uint64_t)(c - base);
-    if (off >= kn_dsm.layout.map_from)
-        return 1;
-    for (int k = 0; k < kn_dsm.layout.nadopt; k++)
-        if (off - kn_dsm.layout.adopt[k].off < kn_dsm.layout.adopt[k].len)
-            return 1;
-    return 0;
+    return base && c >= base && c < base + kn_dsm.size && kn_dsm_holds((uint64_t)(c - base));
 }
 
 /* ------------------------------------------------------------ main */
@@ -274,8 +266,7 @@ static void finish(int code)
     komp.ctx = NULL;
 }
 
-void komp_end_job(int code);
-void komp_bcast_end(int code);
+static void komp_end_job(int code);
 
 int komp_main(int argc, char **argv, char **envp, int (*main_fn)(int, char **, char **), char *const marks[4])
 {
@@ -350,7 +341,7 @@ int komp_main(int argc, char **argv, char **envp, int (*main_fn)(int, char **, c
 }
 
 /* The master ends the job: the others leave komp_serve. */
-void komp_end_job(int code)
+static void komp_end_job(int code)
 {
     if (komp.exiting)
         return;

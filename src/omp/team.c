@@ -24,12 +24,6 @@
 #include "omp/komp.h"
 #include "util/compiler.h"
 
-uintptr_t komp_fn_offset(void (*fn)(void *));
-void (*komp_fn_at(uintptr_t off))(void *);
-void komp_slot(int i, char **lo, char **hi);
-int komp_own_slot(int i);
-void komp_node_end(int code) __attribute__((noreturn));
-
 static __thread __attribute__((tls_model("initial-exec"))) komp_thr_t thr = {.own = -1};
 
 komp_thr_t *komp_thr(void)
@@ -103,6 +97,8 @@ void komp_run_team(komp_team_t *tm, int local)
     t->single = 0;
     t->level = tm->level;
     t->active_level = tm->nthreads > 1 ? 1 : 0;
+    t->outer_tid = t->tid;
+    t->outer_n = tm->nthreads;
     memset(&t->loop, 0, sizeof(t->loop));
     komp_own_live(t);
     if (tm->pre_kind)
@@ -366,7 +362,6 @@ void komp_serve(void)
     }
 }
 
-/* The master: the end of the job, to the others' komp_serve. */
 void komp_bcast_end(int code)
 {
     cmd_t c = {.op = 2, .fn = (uint64_t)(int64_t)code};
@@ -413,7 +408,7 @@ int omp_get_num_threads(void)
 
 int omp_get_max_threads(void)
 {
-    return thr.team && thr.level >= komp.max_active_levels ? 1 : komp.nthreads_var;
+    return komp.nthreads_var;
 }
 
 void omp_set_num_threads(int n)
@@ -443,22 +438,20 @@ int omp_get_active_level(void)
     return thr.active_level;
 }
 
+/* Level 1 is the outermost region (its team, thr.outer_*); the levels
+ * inside it are one thread each (one active level). */
 int omp_get_ancestor_thread_num(int level)
 {
-    if (level == 0)
-        return 0;
-    if (level == thr.level)
-        return omp_get_thread_num();
-    return level > 0 && level < thr.level ? (level == 1 && thr.level > 1 ? -1 : 0) : -1;
+    if (level < 0 || level > thr.level)
+        return -1;
+    return level == 1 ? thr.outer_tid : 0;
 }
 
 int omp_get_team_size(int level)
 {
-    if (level == 0)
-        return 1;
-    if (level == thr.level)
-        return omp_get_num_threads();
-    return level > 0 && level < thr.level ? -1 : -1;
+    if (level < 0 || level > thr.level)
+        return -1;
+    return level == 1 ? thr.outer_n : 1;
 }
 
 void omp_set_dynamic(int v)
