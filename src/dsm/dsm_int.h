@@ -70,6 +70,9 @@ typedef struct kn_dsm {
     uint32_t *dirty, *work;      /* [npages] each: the list, and a release's copy */
     uint64_t ndirty;
     atomic_flag dirty_lock;
+    /* a release seals the pages it takes (list, protection, bits) while no
+     * thread of the process is between a page's bit and its mprotect */
+    _Atomic int faulting, sealing;
     size_t bits_len, list_len;
     kn_dsm_run_t *runs;          /* a release's runs */
     uint64_t runs_cap;

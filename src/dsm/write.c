@@ -132,6 +132,16 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         errno = saved;
         return;
     }
+    /* (no release seals its pages while this thread makes pages writable:
+     * it would protect a page this thread then opens again, unlisted) */
+    for (;;) {
+        while (atomic_load(&kn_dsm.sealing))
+            kn_cpu_relax();
+        atomic_fetch_add(&kn_dsm.faulting, 1);
+        if (!atomic_load(&kn_dsm.sealing))
+            break;
+        atomic_fetch_sub(&kn_dsm.faulting, 1);
+    }
     if (!(atomic_fetch_or(&kn_dsm.bits[p / 64], bit) & bit)) {
         take(p);
         /* writing on from the page before: the next ones too, at one
@@ -149,6 +159,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         atomic_fetch_add_explicit(&kn_dsm.meta->c.faults, 1, memory_order_relaxed);
         mprotect(base + p * KN_DSM_PAGE, k * KN_DSM_PAGE, PROT_READ | PROT_WRITE);
     }
+    atomic_fetch_sub(&kn_dsm.faulting, 1);
     /* else another thread of this process is making it writable: the write
      * faults again until it has */
     errno = saved;
@@ -560,6 +571,9 @@ knit_status_t kn_dsm_release(void)
         atomic_thread_fence(memory_order_seq_cst);
         return KNIT_OK;
     }
+    atomic_store(&kn_dsm.sealing, 1);
+    while (atomic_load(&kn_dsm.faulting))
+        kn_cpu_relax();
     while (atomic_flag_test_and_set_explicit(&kn_dsm.dirty_lock, memory_order_acquire))
         kn_cpu_relax();
     uint32_t *list = kn_dsm.dirty;
@@ -572,6 +586,7 @@ knit_status_t kn_dsm_release(void)
     protect(list, np, PROT_READ);
     for (uint64_t i = 0; i < np; i++)
         atomic_fetch_and(&kn_dsm.bits[list[i] / 64], ~(1ull << (list[i] % 64)));
+    atomic_store(&kn_dsm.sealing, 0);
     /* then the owned pages in use: they stay writable, and their twins
      * take all that goes out */
     uint64_t nowned = np;
