@@ -86,7 +86,7 @@ static void take(uint64_t p)
     dirty_add((uint32_t)p);
 }
 
-#define AHEAD 64   /* pages a sequential writer's fault opens */
+#define AHEAD 16   /* pages a sequential writer's fault opens */
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
