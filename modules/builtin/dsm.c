@@ -773,10 +773,24 @@ static void fetch_got(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, uint
             return;
         }
         if (atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) {
-            for (unsigned i = 0; i < KN_DSM_PAGE; i++) {
-                if (d[i] == t[i])
-                    d[i] = src[i];
-                t[i] = src[i];
+            /* a rank of the node writes the page now: its bytes (those
+             * that differ from the twin) stay, the others take the home's,
+             * a word at a time with a compare-and-swap, so that a byte it
+             * writes meanwhile is never written over */
+            for (unsigned w = 0; w < KN_DSM_PAGE / 8; w++) {
+                uint64_t tv, sv, *dw = (uint64_t *)(void *)(d + 8 * w);
+                memcpy(&tv, t + 8 * w, 8);
+                memcpy(&sv, src + 8 * w, 8);
+                uint64_t cur = __atomic_load_n(dw, __ATOMIC_RELAXED);
+                for (;;) {
+                    uint64_t x = cur ^ tv, hi = 0x8080808080808080ull;
+                    uint64_t mine = ((((x & ~hi) + ~hi) | x) & hi) >> 7;
+                    uint64_t want = (cur & mine * 0xff) | (sv & ~(mine * 0xff));
+                    if (want == cur ||
+                        __atomic_compare_exchange_n(dw, &cur, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                        break;
+                }
+                memcpy(t + 8 * w, &sv, 8);
             }
         } else {
             memcpy(d, src, KN_DSM_PAGE);
