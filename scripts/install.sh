@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make install: scripts/install.sh BUILD PREFIX
 # Installs headers (knit.h, knit/*.h, mpi.h, armci.h, armci_msg.h),
-# libknit, libknitmpi and libknitarmci (.a, .so and their soname links),
+# libknit, libknitmpi, libknitarmci and libknitomp (.a, .so and their
+# soname links), komp's objects for knitcc -fopenmp (lib/komp),
 # the tools and daemons of BUILD/bin, knitcc (and mpicc, unless PREFIX/bin
 # already holds an mpicc that is not knit's: the system's mpicc is never
 # replaced), built modules, and knit.pc.
@@ -20,7 +21,7 @@ install -m 644 include/knit.h "$PREFIX/include/"
 for h in include/mpi.h include/armci.h include/armci_msg.h; do [ -f "$h" ] && install -m 644 "$h" "$PREFIX/include/"; done
 for h in include/knit/*.h; do [ -f "$h" ] && install -m 644 "$h" "$PREFIX/include/knit/"; done
 
-for lib in libknit libknitmpi libknitarmci; do
+for lib in libknit libknitmpi libknitarmci libknitomp; do
     [ -f "$BUILD/lib/$lib.a" ] && install -m 644 "$BUILD/lib/$lib.a" "$PREFIX/lib/"
     if [ -f "$BUILD/lib/$lib.so" ]; then
         install -m 755 "$BUILD/lib/$lib.so" "$PREFIX/lib/$lib.so.$VERSION"
@@ -28,6 +29,10 @@ for lib in libknit libknitmpi libknitarmci; do
         ln -sf "$lib.so.0" "$PREFIX/lib/$lib.so"
     fi
 done
+if [ -d "$BUILD/lib/komp" ]; then # knitcc -fopenmp's objects and spec (docs/openmp.md)
+    install -d "$PREFIX/lib/komp"
+    install -m 644 "$BUILD"/lib/komp/* "$PREFIX/lib/komp/"
+fi
 if [ -d "$BUILD/modules" ]; then
     install -d "$PREFIX/lib/knit/modules"
     for m in "$BUILD"/modules/*.so; do [ -f "$m" ] && install -m 755 "$m" "$PREFIX/lib/knit/modules/"; done

@@ -104,9 +104,9 @@ static knit_status_t ask_waiting(const void *args, size_t len)
         size_t n = 0;
         st = knit_request_test(&r, &done, why, sizeof(why) - 1, &n);
         if (done || st != KNIT_OK) {
-            if (st != KNIT_OK)
-                kn_dsm_error("%.*s", (int)(n && n < sizeof(why) ? n : 0), why);
-            if (st != KNIT_OK && !n)
+            if (st != KNIT_OK && n) /* the agent's reason */
+                kn_dsm_error("%.*s", (int)(n < sizeof(why) ? n : sizeof(why) - 1), why);
+            else if (st != KNIT_OK)
                 kn_dsm_error("a request to the node's agent failed: %s", knit_strerror(st));
             return st;
         }
