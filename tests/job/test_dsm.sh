@@ -45,10 +45,15 @@ for p in update invalidate invalidate:4k; do
         fail "dsm.$tag.bad_crc_detected" "status $RC: $(tail -n 3 "$ERR" | tr '\n' '|')"
     fi
 done
-# threads: several of a rank fault on one page at once, allocate at once
+# threads: several of a rank fault on one page at once, allocate at once;
+# threadrel: writer threads open pages while the rank releases all the time
 for l in 2:1 4:2 3:3; do
     run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 "$T" threads
     expect_ok "dsm.update.threads.n${l%:*}.nodes${l#*:}" threads
+done
+for l in 2:2 3:3; do
+    run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 "$T" threadrel
+    expect_ok "dsm.update.threadrel.n${l%:*}.nodes${l#*:}" threadrel
 done
 
 # a region of 16 GiB (more than /dev/shm may hold): sparse, a page costs
