@@ -73,16 +73,23 @@ static void chain(int sig, siginfo_t *si, void *uc)
 /* Page p becomes writable in this process (its bit is set): the node's
  * twin if it is the first rank of the node to write it, the count, the
  * list. */
-static void take(uint64_t p)
+/* This process counts itself in page p's writers, its twin made by the
+ * first of the node (fresh: page and twin are zeros, never written). */
+static void count_in(uint64_t p, int fresh)
 {
     kn_dsm_page_t *pg = &kn_dsm.pages[p];
     kn_dsm_page_lock(pg);
     /* (under invalidate a page homed here is never diffed: no twin) */
-    if (!(atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) &&
+    if (!fresh && !(atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) &&
         !(kn_dsm.invalidate && kn_dsm_home(&kn_dsm.homes, p) == kn_dsm.node))
         memcpy(kn_dsm.twin + p * KN_DSM_PAGE, kn_dsm.base + p * KN_DSM_PAGE, KN_DSM_PAGE);
     atomic_fetch_add_explicit(pg, 1, memory_order_relaxed);
     kn_dsm_page_unlock(pg);
+}
+
+static void take(uint64_t p)
+{
+    count_in(p, 0);
     dirty_add((uint32_t)p);
 }
 
@@ -199,13 +206,7 @@ int kn_dsm_own(void *lo, size_t len, int fresh)
                 pthread_mutex_unlock(&kn_dsm.call);
                 return -1;
             }
-            kn_dsm_page_t *pg = &kn_dsm.pages[p];
-            kn_dsm_page_lock(pg);
-            if (!fresh && !(atomic_load_explicit(pg, memory_order_relaxed) & KN_DSM_PG_REFS) &&
-                !(kn_dsm.invalidate && kn_dsm_home(&kn_dsm.homes, p) == kn_dsm.node))
-                memcpy(kn_dsm.twin + p * KN_DSM_PAGE, kn_dsm.base + p * KN_DSM_PAGE, KN_DSM_PAGE);
-            atomic_fetch_add_explicit(pg, 1, memory_order_relaxed);
-            kn_dsm_page_unlock(pg);
+            count_in(p, fresh);
         }
         mprotect(a, len, PROT_READ | PROT_WRITE);
     }

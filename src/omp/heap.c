@@ -70,6 +70,11 @@ void komp_heap_start(void)
     on = 1;
 }
 
+static void *fwd_malloc(size_t n)
+{
+    return next.malloc ? next.malloc(n) : __libc_malloc(n);
+}
+
 static inline int mine(const void *p)
 {
     return p && (const char *)p >= lo && (const char *)p < hi;
@@ -148,7 +153,7 @@ void *malloc(size_t n)
 {
     if (program(__builtin_return_address(0)))
         return region_alloc(n, 16);
-    return next.malloc ? next.malloc(n) : __libc_malloc(n);
+    return fwd_malloc(n);
 }
 
 void free(void *p)
@@ -194,7 +199,7 @@ static void *region_realloc(void *p, size_t n)
     return q;
 }
 
-void *realloc(void *p, size_t n)
+static void *realloc_from(const void *ra, void *p, size_t n)
 {
     if (mine(p) && komp.multi) {
         if (!n) {
@@ -203,9 +208,14 @@ void *realloc(void *p, size_t n)
         }
         return region_realloc(p, n);
     }
-    if (!p && program(__builtin_return_address(0)))
+    if (!p && program(ra))
         return region_alloc(n, 16);
     return next.realloc ? next.realloc(p, n) : __libc_realloc(p, n);
+}
+
+void *realloc(void *p, size_t n)
+{
+    return realloc_from(__builtin_return_address(0), p, n);
 }
 
 void *reallocarray(void *p, size_t a, size_t b)
@@ -215,11 +225,7 @@ void *reallocarray(void *p, size_t a, size_t b)
         errno = ENOMEM;
         return NULL;
     }
-    if (mine(p) && komp.multi)
-        return n ? region_realloc(p, n) : (region_free(p), NULL);
-    if (!p && program(__builtin_return_address(0)))
-        return region_alloc(n, 16);
-    return next.realloc ? next.realloc(p, n) : __libc_realloc(p, n);
+    return realloc_from(__builtin_return_address(0), p, n);
 }
 
 static void *aligned(const void *ra, size_t align, size_t n)
@@ -272,16 +278,14 @@ size_t malloc_usable_size(void *p)
 char *strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = program(__builtin_return_address(0)) ? region_alloc(n, 16)
-                                                     : (next.malloc ? next.malloc(n) : __libc_malloc(n));
+    char *d = program(__builtin_return_address(0)) ? region_alloc(n, 16) : fwd_malloc(n);
     return d ? memcpy(d, s, n) : NULL;
 }
 
 char *strndup(const char *s, size_t max)
 {
     size_t n = strnlen(s, max);
-    char *d = program(__builtin_return_address(0)) ? region_alloc(n + 1, 16)
-                                                     : (next.malloc ? next.malloc(n + 1) : __libc_malloc(n + 1));
+    char *d = program(__builtin_return_address(0)) ? region_alloc(n + 1, 16) : fwd_malloc(n + 1);
     if (!d)
         return NULL;
     memcpy(d, s, n);

@@ -87,6 +87,14 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
 static uint64_t pool_seq;   /* regions dispatched to the pool */
 
+/* A combined parallel loop (or sections): the thread is in it from the start. */
+static void preset_loop(komp_thr_t *t, const komp_team_t *tm)
+{
+    if (tm->pre_kind)
+        komp_loop_init(t, 0, 1, tm->pre_start, tm->pre_end, tm->pre_incr,
+                       tm->pre_kind < 0 ? KOMP_DYNAMIC : tm->pre_kind - 1, tm->pre_kind < 0 ? 1 : tm->pre_chunk, 0);
+}
+
 void komp_run_team(komp_team_t *tm, int local)
 {
     komp_thr_t *t = &thr;
@@ -101,9 +109,7 @@ void komp_run_team(komp_team_t *tm, int local)
     t->outer_n = tm->nthreads;
     memset(&t->loop, 0, sizeof(t->loop));
     komp_own_live(t);
-    if (tm->pre_kind)
-        komp_loop_init(t, 0, 1, tm->pre_start, tm->pre_end, tm->pre_incr,
-                       tm->pre_kind < 0 ? KOMP_DYNAMIC : tm->pre_kind - 1, tm->pre_kind < 0 ? 1 : tm->pre_chunk, 0);
+    preset_loop(t, tm);
     tm->fn(tm->data);
     komp_barrier(t);
     t->team = NULL;
@@ -237,13 +243,18 @@ static void team_shape(komp_team_t *tm, int n)
     }
 }
 
-static void team_reset(komp_team_t *tm, uint64_t gen, void (*fn)(void *), void *data, const cmd_t *c)
+static void preset_of(komp_team_t *tm, const cmd_t *c)
 {
     tm->pre_kind = (int)c->pre_kind;
     tm->pre_start = c->pre_start;
     tm->pre_end = c->pre_end;
     tm->pre_incr = c->pre_incr;
     tm->pre_chunk = c->pre_chunk;
+}
+
+static void team_reset(komp_team_t *tm, uint64_t gen, void (*fn)(void *), void *data, const cmd_t *c)
+{
+    preset_of(tm, c);
     tm->gen = gen;
     tm->fn = fn;
     tm->data = data;
@@ -258,11 +269,7 @@ static void nested(void (*fn)(void *), void *data, const cmd_t *c)
 {
     komp_team_t tm;
     memset(&tm, 0, sizeof(tm));
-    tm.pre_kind = (int)c->pre_kind;
-    tm.pre_start = c->pre_start;
-    tm.pre_end = c->pre_end;
-    tm.pre_incr = c->pre_incr;
-    tm.pre_chunk = c->pre_chunk;
+    preset_of(&tm, c);
     pthread_mutex_init(&tm.ws_lock, NULL);
     tm.nthreads = tm.nodes = tm.nlocal = 1;
     tm.gen = ~(uint64_t)0; /* (its constructs are this thread's alone) */
@@ -275,9 +282,7 @@ static void nested(void (*fn)(void *), void *data, const cmd_t *c)
     thr.single = 0;
     thr.level = saved.level + 1;
     memset(&thr.loop, 0, sizeof(thr.loop));
-    if (tm.pre_kind)
-        komp_loop_init(&thr, 0, 1, tm.pre_start, tm.pre_end, tm.pre_incr,
-                       tm.pre_kind < 0 ? KOMP_DYNAMIC : tm.pre_kind - 1, tm.pre_kind < 0 ? 1 : tm.pre_chunk, 0);
+    preset_loop(&thr, &tm);
     fn(data);
     int own = thr.own;
     thr = saved;
