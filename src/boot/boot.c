@@ -415,6 +415,11 @@ void kn_boot_close(kn_boot_t *b)
     free(b);
 }
 
+int kn_boot_fd(const kn_boot_t *b)
+{
+    return b ? b->fd : -1;
+}
+
 int kn_boot_release_fd(kn_boot_t *b)
 {
     if (!b)

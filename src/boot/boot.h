@@ -74,6 +74,9 @@ knit_status_t kn_boot_finalize(kn_boot_t *b);
 /* Close without finalize (e.g. after an error). */
 void kn_boot_close(kn_boot_t *b);
 
+/* The connection's socket (-1 for a singleton), to watch for its end. */
+int kn_boot_fd(const kn_boot_t *b);
+
 /* Free the handle but keep its connected socket and return it (-1 for a
  * singleton): for a caller that drives the protocol itself (knitrun's
  * per-host proxy). */

@@ -10,6 +10,7 @@
 #include "boot/proto.h"
 #include "coll/coll.h"
 #include "core/ctx.h"
+#include "core/launch.h"
 #include "core/nodeshm.h"
 #include "p2p/p2p.h"
 #include "p2p/self.h"
@@ -329,6 +330,9 @@ static knit_status_t init(int *argc, char ***argv, knit_ctx_t **out, int keep_bo
     knit_status_t st = kn_config_load();
     if (st != KNIT_OK)
         return st;
+    st = kn_launch_start(); /* under another launcher: knitrun's environment */
+    if (st != KNIT_OK)
+        return st;
 
     knit_ctx_t *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
@@ -382,6 +386,9 @@ static knit_status_t init(int *argc, char ***argv, knit_ctx_t **out, int keep_bo
         kn_error("cannot reach the bootstrap store: %s", knit_strerror(st));
         goto err;
     }
+    st = kn_launch_watch(kn_boot_fd(ctx->boot));
+    if (st != KNIT_OK)
+        goto err_boot;
     st = transports_start(ctx);
     if (st != KNIT_OK)
         goto err_boot;
@@ -494,7 +501,9 @@ knit_status_t knit_finalize(knit_ctx_t *ctx)
     kn_coll_destroy(ctx->coll);
     ctx->coll = NULL;
     transports_stop(ctx);
+    kn_launch_unwatch();
     knit_status_t st2 = kn_boot_finalize(ctx->boot);
+    kn_launch_end();
     if (st == KNIT_OK)
         st = st2;
     ctx->finalized = 1;
@@ -527,9 +536,11 @@ void knit_abort(knit_ctx_t *ctx, int code, const char *msg)
         ctx = the_ctx;
     kn_boot_t *b = ctx ? ctx->boot : failed_boot;
     if (b && !kn_boot_is_singleton(b))
-        kn_boot_abort(b, code, msg ? msg : "");
+        kn_boot_abort(b, code, msg ? msg : ""); /* knitrun (or knitrun --serve) says why */
     else
         kn_error("abort (code %d): %s", code, msg ? msg : "");
+    if (kn_launch_active())
+        kn_launch_abort(code, msg); /* another launcher ends the job */
     _exit(code & 0xff ? code & 0xff : 1);
 }
 

@@ -109,7 +109,9 @@ static void heap_init(void)
     H.page = (uint64_t)sysconf(_SC_PAGESIZE);
     const char *v = getenv("KNIT_HEAP");
     int on = 1;
-    if (!HEAP_INTERPOSE || !getenv("KNIT_RANK") || (v && kn_parse_bool(v, &on) == KNIT_OK && !on))
+    /* a rank of a job: knitrun's, or another launcher's (core/launch.c) */
+    int rank = getenv("KNIT_RANK") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+    if (!HEAP_INTERPOSE || !rank || (v && kn_parse_bool(v, &on) == KNIT_OK && !on))
         return;
     H.min = env_size("KNIT_HEAP_MIN", 64 << 10);
     if (H.min < HEAP_FLOOR)

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,6 +82,9 @@ static struct {
     kl_timer_t timeout_timer, grace_timer;
     int grace_phase;
     int offload, ndaemons;
+    int serve, nhello;    /* knitrun --serve: the ranks are another launcher's */
+    int ndaemon_conns;    /* --serve waits for the daemons to end before it closes */
+    kl_watch_t serve_in;  /* --serve: rank 0's pipe, EOF when it ends */
     struct jdaemon *daemons;
     struct kn_config cfg; /* the job's settings: ours and what -x adds */
     kn_tree_t tree;       /* its switches */
@@ -106,7 +110,7 @@ static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
     char line[1400];
-    int n = snprintf(line, sizeof(line), "knitrun: ");
+    int n = snprintf(line, sizeof(line), J.serve ? "knitrun --serve: " : "knitrun: ");
     va_list ap;
     va_start(ap, fmt);
     n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
@@ -142,6 +146,10 @@ static void kill_launchers(void)
 static void stop(void)
 {
     J.state = STOPPING;
+    if (J.serve) { /* closing the ranks' connections ends the job through their launcher */
+        J.done = 1;
+        return;
+    }
     signal_ranks(SIGTERM);
     J.grace_phase = 0;
     kl_timer_arm(&J.grace_timer, kn_cfg.kill_grace ? kn_cfg.kill_grace : 1);
@@ -166,6 +174,10 @@ static void fail(int code, const char *fmt, ...)
 static void grace_expired(kl_timer_t *t)
 {
     (void)t;
+    if (J.serve) { /* the daemons' ranks stop them; we stop waiting */
+        J.done = 1;
+        return;
+    }
     switch (J.grace_phase++) {
     case 0:
         kn_info("processes still running after KNIT_KILL_GRACE: SIGKILL");
@@ -253,7 +265,8 @@ void job_rank_exit(int rank, int how, int value)
     else if (value != 0)
         fail(value, "rank %d on node %d exited with status %d", rank, r->node, value);
     else if (r->hello && !r->finalized)
-        fail(1, "rank %d on node %d exited without calling %s", rank, r->node,
+        fail(1, J.serve ? "rank %d on node %d ended without calling %s (its connection to knit's store closed)"
+                        : "rank %d on node %d exited without calling %s", rank, r->node,
              r->finalize_call[0] ? r->finalize_call : "knit_finalize");
     if (J.nexited == J.size)
         finish();
@@ -313,6 +326,7 @@ int job_rank_hello(kconn_t *c, int rank)
         return -1;
     r->conn = c;
     r->hello = 1;
+    J.nhello++;
     return 0;
 }
 
@@ -365,10 +379,31 @@ void job_fence_release(void)
     J.nfenced = 0;
 }
 
+/* --serve: the rank that started daemon id (its node's first rank) has
+ * finalized, and stops it. */
+static int daemon_stopped(int id)
+{
+    int node = id < J.nnodes ? id : id - J.nnodes < J.tree.nswitches ? kn_tree_switch_node(&J.tree, id - J.nnodes) : -1;
+    return node >= 0 && node < J.nnodes && J.ranks[J.nodes[node].first].finalized;
+}
+
+int job_daemon_hello(kconn_t *c)
+{
+    (void)c;
+    J.ndaemon_conns++;
+    return 0;
+}
+
 void job_conn_lost(kconn_t *c)
 {
+    if (c->role == KN_BOOT_ROLE_DAEMON)
+        J.ndaemon_conns--;
     if (c->role == KN_BOOT_ROLE_RANK && J.ranks[c->id].conn == c) {
         J.ranks[c->id].conn = NULL;
+        if (J.serve) /* its launcher reports how it ended; we know whether it finalized */
+            job_rank_exit(c->id, KN_BOOT_EXITED, 0);
+    } else if (c->role == KN_BOOT_ROLE_DAEMON && J.serve && daemon_stopped(c->id)) {
+        /* its rank stopped it at knit_finalize */
     } else if (c->role == KN_BOOT_ROLE_DAEMON && J.hosts_mode && J.offload) {
         /* on hosts, a daemon's end shows as its connection's (emulated
          * nodes: its exit status, see daemon_exit) */
@@ -677,7 +712,10 @@ static int make_addrs(int port, int have_unix)
     strv_t a = {0};
     int bad = 0;
     if (J.hosts_mode) {
-        /* interface addresses first, for hosts that are not this one */
+        /* --serve: rank 0's host finds the store on its unix socket */
+        if (J.serve && have_unix)
+            bad |= strv_addf(&a, "unix:%s", J.unix_path);
+        /* interface addresses, for hosts that are not this one */
         struct ifaddrs *ifs;
         if (getifaddrs(&ifs) < 0) {
             kn_error("getifaddrs: %m");
@@ -894,6 +932,30 @@ static void cleanup(void)
     kb_free(&J.bind);
 }
 
+/* The job's identity, the event loop and the store: 0, or -1 (said). */
+static int open_store(void)
+{
+    if (gethostname(J.hostname, sizeof(J.hostname)) < 0)
+        snprintf(J.hostname, sizeof(J.hostname), "localhost");
+    J.hostname[sizeof(J.hostname) - 1] = '\0';
+    shm_make_jobid(J.jobid, sizeof(J.jobid));
+    if (kn_boot_cookie_new(J.cookie) != KNIT_OK)
+        return -1;
+    shm_clean_stale();
+    if (kl_init() < 0 || kl_signals_init(on_signal) < 0 || kl_timer_init(&J.timeout_timer, timeout_expired) < 0 ||
+        kl_timer_init(&J.grace_timer, grace_expired) < 0)
+        return -1;
+    snprintf(J.unix_path, sizeof(J.unix_path), "/dev/shm/knit-%s-boot.sock", J.jobid);
+    int port;
+    int have_unix = store_listen(J.unix_path, &port);
+    if (have_unix < 0 || make_addrs(port, have_unix) < 0) {
+        store_close();
+        shm_clean_job(J.jobid);
+        return -1;
+    }
+    return 0;
+}
+
 int job_run(struct job_opts *o)
 {
     J.o = o;
@@ -934,26 +996,8 @@ int job_run(struct job_opts *o)
         return 1;
     }
     J.self_exe[l] = '\0';
-    if (gethostname(J.hostname, sizeof(J.hostname)) < 0)
-        snprintf(J.hostname, sizeof(J.hostname), "localhost");
-    J.hostname[sizeof(J.hostname) - 1] = '\0';
-    shm_make_jobid(J.jobid, sizeof(J.jobid));
-    if (kn_boot_cookie_new(J.cookie) != KNIT_OK)
+    if (kp_init() < 0 || open_store() < 0)
         return 1;
-    shm_clean_stale();
-
-    if (kl_init() < 0 || kl_signals_init(on_signal) < 0 || kp_init() < 0 ||
-        kl_timer_init(&J.timeout_timer, timeout_expired) < 0 ||
-        kl_timer_init(&J.grace_timer, grace_expired) < 0)
-        return 1;
-    snprintf(J.unix_path, sizeof(J.unix_path), "/dev/shm/knit-%s-boot.sock", J.jobid);
-    int port;
-    int have_unix = store_listen(J.unix_path, &port);
-    if (have_unix < 0 || make_addrs(port, have_unix) < 0) {
-        store_close();
-        shm_clean_job(J.jobid);
-        return 1;
-    }
     kn_debug("job %s: %d ranks on %d nodes (%s), store at %s", J.jobid, J.size, J.nnodes,
              J.node_sizes, J.addrs);
     if (o->timeout_s > 0)
@@ -977,6 +1021,112 @@ int job_run(struct job_opts *o)
             else
                 J.done = 1;
         }
+    }
+    cleanup();
+    return J.exit_code;
+}
+
+/* ------------------------------------------------------------ --serve */
+
+/* Rank 0's pipe: its end before it reached the store leaves the job
+ * without anyone to start it. */
+static void serve_in_ready(kl_watch_t *w, uint32_t events)
+{
+    (void)events;
+    char buf[64];
+    ssize_t n = read(w->fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR)
+        return;
+    if (n > 0)
+        return;
+    kl_del(w);
+    if (!J.ranks[0].hello)
+        fail(1, "rank 0 ended before it reached knit's store");
+}
+
+/* Every rank reaches the store within KNIT_BOOT_TIMEOUT. */
+static void serve_start_expired(kl_timer_t *t)
+{
+    (void)t;
+    if (J.nhello < J.size)
+        fail(1, "%d of the %d ranks reached knit's store within KNIT_BOOT_TIMEOUT", J.nhello, J.size);
+}
+
+/*
+ * knitrun --serve: knit's store for a job another launcher started
+ * (src/core/launch.c).  Rank 0 starts it with KNIT_SIZE and
+ * KNIT_NODE_SIZES; its first line on stdout is "jobid cookie addresses".
+ * It ends when every rank has finalized and closed its connection; a rank
+ * that ends without finalizing, or a daemon that dies, fails the job: it
+ * says why and closes every connection, which the ranks take as the
+ * signal to end the job through their launcher.
+ */
+int job_serve(void)
+{
+    static struct job_opts none;
+    J.o = &none;
+    J.serve = J.hosts_mode = 1;
+    J.offload = kn_cfg.offload;
+    const char *size = getenv(KN_ENV_SIZE), *sizes = getenv(KN_ENV_NODE_SIZES);
+    char *end;
+    long n = size ? strtol(size, &end, 10) : 0;
+    if (!size || !sizes || *end || n < 1 || n > 1 << 24) {
+        say("started without %s and %s: knitrun --serve is started by a knit rank under another launcher",
+            KN_ENV_SIZE, KN_ENV_NODE_SIZES);
+        return KNITRUN_EXIT_USAGE;
+    }
+    J.size = (int)n;
+    for (const char *p = sizes; *p; p++)
+        J.nnodes += *p == ',';
+    J.nnodes++;
+    J.ranks = calloc((size_t)J.size, sizeof(*J.ranks));
+    J.nodes = calloc((size_t)J.nnodes, sizeof(*J.nodes));
+    J.node_sizes = strdup(sizes);
+    if (!J.ranks || !J.nodes || !J.node_sizes)
+        return 1;
+    int total = 0;
+    const char *p = sizes;
+    for (int i = 0; i < J.nnodes; i++) {
+        long k = strtol(p, &end, 10);
+        if (end == p || k < 1 || total + k > J.size || (*end != ',' && *end)) {
+            say("%s=%s: not the node sizes of %d ranks", KN_ENV_NODE_SIZES, sizes, J.size);
+            return KNITRUN_EXIT_USAGE;
+        }
+        J.nodes[i].first = total;
+        J.nodes[i].count = (int)k;
+        for (int r = total; r < total + k; r++)
+            J.ranks[r].node = i;
+        total += (int)k;
+        p = end + (*end == ',');
+    }
+    if (total != J.size || kn_tree_init(&J.tree, J.nnodes, (int)kn_cfg.switch_fanin) < 0) {
+        say("%s=%s, KNIT_SWITCH_FANIN=%lld: not a job of %d ranks", KN_ENV_NODE_SIZES, sizes,
+            (long long)kn_cfg.switch_fanin, J.size);
+        return KNITRUN_EXIT_USAGE;
+    }
+    kl_timer_t start_timer;
+    if (open_store() < 0 || kl_timer_init(&start_timer, serve_start_expired) < 0)
+        return 1;
+    J.serve_in.fd = 0;
+    J.serve_in.fn = serve_in_ready;
+    if (kl_add(&J.serve_in, EPOLLIN) < 0)
+        return 1;
+    kl_timer_arm(&start_timer, kn_cfg.boot_timeout);
+    /* the line rank 0 waits for; our later output goes to stderr */
+    if (dprintf(1, "%s %s %s\n", J.jobid, J.cookie, J.addrs) < 0 || dup2(2, 1) < 0) {
+        kn_error("writing knit's store address: %m");
+        return 1;
+    }
+    J.state = RUNNING;
+    while (!J.done) {
+        if (kl_run_once() < 0) {
+            J.exit_code = J.exit_code ? J.exit_code : 1;
+            break;
+        }
+        /* the daemons' ranks stop them as they finalize: their
+         * connections close before ours (bounded by KNIT_KILL_GRACE) */
+        if (J.state == FINISHING && J.ndaemon_conns == 0)
+            J.done = 1;
     }
     cleanup();
     return J.exit_code;

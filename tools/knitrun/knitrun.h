@@ -193,6 +193,7 @@ struct job_opts {
 
 int job_run(struct job_opts *o);   /* returns knitrun's exit status */
 int proxy_main(void);
+int job_serve(void);  /* --serve: knit's store for a job another launcher started */
 
 /* store.c */
 int store_listen(const char *unix_path, int *port);
@@ -211,6 +212,7 @@ int job_node_of(int rank);
 int job_check_cookie(const char *cookie);
 int job_rank_hello(kconn_t *c, int rank);     /* 0 ok, -1 refused */
 int job_proxy_hello(kconn_t *c, int node);
+int job_daemon_hello(kconn_t *c);
 int job_send_job(kconn_t *c);
 void job_conn_lost(kconn_t *c);
 void job_rank_finalized(int rank);

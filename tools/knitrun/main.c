@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 {
     kn_log_set_prefix("knitrun");
     struct job_opts o = {.np = -1};
-    int proxy = 0, rc;
+    int proxy = 0, serve = 0, rc;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -165,6 +165,8 @@ int main(int argc, char **argv)
                 return usage_error("--timeout %s: expected a positive number of seconds", val);
         } else if (OPT("--proxy")) {
             proxy = 1;
+        } else if (OPT("--serve")) {
+            serve = 1;
         } else {
             return usage_error("unknown option %s", a);
         }
@@ -177,6 +179,8 @@ int main(int argc, char **argv)
     }
     if (proxy)
         return proxy_main();
+    if (serve)
+        return job_serve();
     if (i >= argc)
         return usage_error("no program to run");
     if (o.hosts && o.hostfile)

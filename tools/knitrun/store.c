@@ -79,7 +79,7 @@ static int on_hello(kconn_t *c, const kn_boot_msg_t *m)
         ok = id >= 0 && id < job_nnodes() && job_proxy_hello(c, (int)id) == 0;
         break;
     case KN_BOOT_ROLE_DAEMON:
-        ok = id >= 0;
+        ok = id >= 0 && job_daemon_hello(c) == 0;
         break;
     default:
         return refuse(c, "unknown role", KNIT_ERR_INVAL);
