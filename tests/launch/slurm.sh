@@ -1,0 +1,291 @@
+# shellcheck shell=bash
+# A throwaway single-machine Slurm for knit's launch tests: a test script
+# sources this file, calls slurm_start, runs srun, and slurm_stop (also run
+# by the EXIT/INT/TERM/HUP trap slurm_start sets) tears everything down.
+#
+#   . tests/launch/slurm.sh
+#   slurm_available || { echo "SKIP x: $SLURM_WHY"; exit 0; }
+#   slurm_start     || { echo "SKIP x: $SLURM_WHY"; exit 0; }
+#   srun -n 4 hostname
+#   slurm_has_mpi pmix || echo "SKIP y: $SLURM_WHY"
+#   slurm_stop
+#
+# What it runs, all as root and all under one temp dir ($SLURM_DIR):
+#   munged     its own key, socket, pid, log and seed in $SLURM_DIR/munge, so
+#              a system munge (/run/munge) is neither needed nor disturbed:
+#              slurm.conf's AuthInfo=socket=... points Slurm (daemons, srun,
+#              sinfo: auth/munge and cred/munge both read it) at our socket.
+#   slurmctld  and slurmd in the foreground (-D), children of the test's
+#              shell, so `timeout` killing the test's process group kills
+#              them too; ports picked free at random; fresh state each time.
+#   slurm.conf one node = this host (the line `slurmd -C` prints, so CPUs as
+#              the machine has), one partition, select/cons_tres with
+#              OverSubscribe=FORCE, proctrack/linuxproc, task/none, no
+#              accounting, MpiDefault=none, KillOnBadExit=1.  More tasks than
+#              CPUs (-n 4 on 2 cores) needs --overcommit: slurm_start exports
+#              SLURM_OVERCOMMIT=1, which srun takes as -O.
+# Exported after slurm_start: SLURM_CONF (all the client commands need),
+# SLURM_OVERCOMMIT=1, SLURM_DIR, SLURM_NODE (this host's node name).
+#
+# Facts about Debian 12's slurm-wlm 22.05.8 (found while building this):
+#  - `srun --mpi=list` shows: none, cray_shasta, pmi2, pmix, pmix_v4.  All
+#    ship in slurm-wlm-basic-plugins (mpi_pmix.so -> mpi_pmix_v4.so), no
+#    separate pmix package.  But mpi_pmix dlopens
+#    /usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so, the unversioned link
+#    only libpmix-dev installs, and the package does not depend on it:
+#    without libpmix-dev `srun --mpi=pmix` fails; slurm_has_mpi checks it.
+#  - Installing slurmd/slurmctld/munge runs their postinst, which creates
+#    /etc/munge/munge.key and asks invoke-rc.d to start the services (a
+#    policy-rc.d exiting 101 stops that; scripts/deps.sh slurm makes sure).
+#    Without a slurm.conf the system slurmd/slurmctld would not start anyway.
+#  - Without SLURM_CONF the client commands look for /etc/slurm/slurm.conf,
+#    then DNS SRV records ("Could not establish a configuration source").
+
+SLURM_LIBDIR=${SLURM_LIBDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}
+SLURM_START_TIMEOUT=${SLURM_START_TIMEOUT:-30}
+SLURM_WHY=
+SLURM_DIR=
+SLURM_START_SECONDS=
+SLURM_PID_munged='' SLURM_PID_slurmctld='' SLURM_PID_slurmd=''
+_slurm_pids=()
+_slurm_last=
+
+_slurm_log() { echo "slurm.sh: $*" >&2; }
+
+# slurm_available: 0 when the daemons, clients and munged are installed.
+# SLURM_WHY says what is missing otherwise.
+slurm_available() {
+    local b missing=
+    for b in slurmctld slurmd slurmstepd srun sinfo munged; do
+        command -v "$b" >/dev/null 2>&1 || [ -x "/usr/sbin/$b" ] || missing="$missing $b"
+    done
+    if [ -n "$missing" ]; then
+        SLURM_WHY="slurm not installed (missing:$missing; scripts/deps.sh slurm installs slurm-wlm)"
+        return 1
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        SLURM_WHY="the single-machine slurm needs root (slurmd runs tasks as any user)"
+        return 1
+    fi
+    return 0
+}
+
+# slurm_has_mpi NAME: 0 when srun --mpi=NAME can work here (pmi2, pmix, ...)
+slurm_has_mpi() {
+    local name=$1
+    if [ -n "${SLURM_CONF:-}" ] && [ -n "$SLURM_DIR" ]; then
+        if ! srun --mpi=list 2>&1 | grep -qw -- "$name"; then
+            SLURM_WHY="srun --mpi=list has no $name"
+            return 1
+        fi
+    elif [ ! -e "$SLURM_LIBDIR/mpi_$name.so" ]; then
+        SLURM_WHY="no $SLURM_LIBDIR/mpi_$name.so"
+        return 1
+    fi
+    case $name in
+    pmix*)
+        # the plugin dlopens this path (Debian: only libpmix-dev has it)
+        if [ ! -e /usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so ]; then
+            SLURM_WHY="mpi_pmix needs /usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so (install libpmix-dev)"
+            return 1
+        fi ;;
+    esac
+    return 0
+}
+
+# a TCP port nobody listens on (random, checked with ss)
+_slurm_free_port() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768-)
+        [ "$p" = "${1:-}" ] && continue
+        if command -v ss >/dev/null 2>&1; then
+            [ -z "$(ss -Htan "( sport = :$p )" 2>/dev/null)" ] && { echo "$p"; return 0; }
+        else
+            (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+        fi
+    done
+    return 1
+}
+
+# _slurm_spawn NAME CMD...: start CMD in the background, remember its pid
+_slurm_spawn() {
+    local name=$1; shift
+    "$@" >"$SLURM_DIR/$name.out" 2>&1 &
+    _slurm_pids+=("$!")
+    _slurm_last=$!
+}
+
+_slurm_fail() {
+    SLURM_WHY=$1
+    _slurm_log "$SLURM_WHY"
+    local f
+    for f in munged.log slurmctld.log slurmd.log munged.out slurmctld.out slurmd.out; do
+        [ -s "$SLURM_DIR/munge/$f" ] && { _slurm_log "---- $f"; tail -n 15 "$SLURM_DIR/munge/$f" >&2; }
+        [ -s "$SLURM_DIR/$f" ] && { _slurm_log "---- $f"; tail -n 15 "$SLURM_DIR/$f" >&2; }
+    done
+    slurm_stop
+    return 1
+}
+
+# slurm_start: munged, slurmctld, slurmd with a generated slurm.conf; waits
+# (at most SLURM_START_TIMEOUT s) for sinfo to show the node idle.
+slurm_start() {
+    slurm_available || { _slurm_log "$SLURM_WHY"; return 1; }
+    [ -n "$SLURM_DIR" ] && slurm_stop
+    trap slurm_stop EXIT
+    trap 'slurm_stop; exit 130' INT
+    trap 'slurm_stop; exit 143' TERM
+    trap 'slurm_stop; exit 129' HUP
+    SLURM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/knit-slurm.XXXXXX") || { SLURM_WHY="mktemp failed"; return 1; }
+    chmod 755 "$SLURM_DIR"
+    local d=$SLURM_DIR t0=$SECONDS
+    mkdir -p "$d/munge" "$d/state" "$d/spool" || { _slurm_fail "cannot make $d"; return 1; }
+    chmod 700 "$d/munge"
+
+    # munge: own key and socket
+    if command -v mungekey >/dev/null 2>&1; then
+        mungekey --create --keyfile="$d/munge/munge.key" >/dev/null 2>&1
+    fi
+    [ -s "$d/munge/munge.key" ] || dd if=/dev/urandom of="$d/munge/munge.key" bs=1024 count=1 2>/dev/null
+    chmod 400 "$d/munge/munge.key"
+    local sock=$d/munge/munge.socket
+    _slurm_spawn munged munged -F --force --socket="$sock" --key-file="$d/munge/munge.key" \
+        --pid-file="$d/munge/munged.pid" --log-file="$d/munge/munged.log" \
+        --seed-file="$d/munge/munged.seed"
+    SLURM_PID_munged=$_slurm_last
+    for _ in $(seq 1 50); do
+        [ -S "$sock" ] && break
+        kill -0 "$SLURM_PID_munged" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -S "$sock" ] || { _slurm_fail "munged did not start"; return 1; }
+
+    # slurm.conf
+    local node_line node cport dport
+    node_line=$(slurmd -C 2>/dev/null | head -n 1)
+    node=$(sed -n 's/^NodeName=\([^ ]*\).*/\1/p' <<<"$node_line")
+    [ -n "$node" ] || { node=$(hostname -s); node_line="NodeName=$node CPUs=$(nproc)"; }
+    # slurmd -C reports RealMemory; keep CPUs and topology, drop memory
+    # shellcheck disable=SC2001
+    node_line=$(sed "s/ RealMemory=[0-9]*//" <<<"$node_line")
+    if ! cport=$(_slurm_free_port) || ! dport=$(_slurm_free_port "$cport"); then
+        _slurm_fail "no free TCP port"; return 1
+    fi
+    SLURM_NODE=$node
+    cat >"$d/slurm.conf" <<EOF
+# generated by tests/launch/slurm.sh
+ClusterName=knit
+SlurmctldHost=$node(127.0.0.1)
+SlurmctldPort=$cport
+SlurmdPort=$dport
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$sock
+StateSaveLocation=$d/state
+SlurmdSpoolDir=$d/spool
+SlurmctldPidFile=$d/slurmctld.pid
+SlurmdPidFile=$d/slurmd.pid
+SlurmctldLogFile=$d/slurmctld.log
+SlurmdLogFile=$d/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig=$d/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+KillOnBadExit=1
+ReturnToService=2
+MinJobAge=2
+InactiveLimit=0
+KillWait=2
+MailProg=/bin/true
+$node_line NodeAddr=127.0.0.1 State=UNKNOWN
+PartitionName=knit Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+EOF
+    : >"$d/plugstack.conf"
+    export SLURM_CONF=$d/slurm.conf SLURM_OVERCOMMIT=1 SLURM_DIR SLURM_NODE
+
+    _slurm_spawn slurmctld slurmctld -D -i -f "$SLURM_CONF"
+    SLURM_PID_slurmctld=$_slurm_last
+    _slurm_spawn slurmd slurmd -D -f "$SLURM_CONF" -N "$node"
+    SLURM_PID_slurmd=$_slurm_last
+
+    # bounded wait for the node to be idle
+    local deadline=$((SECONDS + SLURM_START_TIMEOUT)) state=
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        kill -0 "$SLURM_PID_slurmctld" 2>/dev/null || { _slurm_fail "slurmctld exited"; return 1; }
+        kill -0 "$SLURM_PID_slurmd" 2>/dev/null || { _slurm_fail "slurmd exited"; return 1; }
+        state=$(sinfo -h -N -n "$node" -o %t 2>/dev/null | head -n 1)
+        [ "$state" = idle ] && break
+        sleep 0.2
+    done
+    [ "$state" = idle ] || { _slurm_fail "node $node not idle after ${SLURM_START_TIMEOUT}s (state '${state}')"; return 1; }
+    export SLURM_START_SECONDS=$((SECONDS - t0))
+    return 0
+}
+
+# slurm_stop: kills the daemons (and any slurmstepd of our steps), removes
+# the temp dir; safe to call twice.
+slurm_stop() {
+    local p d=$SLURM_DIR
+    # steps outlive a slurmd that is stopped (by design), so cancel our jobs
+    # first while slurmctld still answers
+    if [ -n "$d" ] && [ -n "${SLURM_CONF:-}" ] && [ -n "${SLURM_PID_slurmctld:-}" ] &&
+        kill -0 "$SLURM_PID_slurmctld" 2>/dev/null; then
+        local jobs
+        jobs=$(timeout 5 squeue -h -o %i 2>/dev/null)
+        # shellcheck disable=SC2086
+        [ -n "$jobs" ] && timeout 5 scancel $jobs 2>/dev/null
+    fi
+    for p in "${_slurm_pids[@]}"; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    local alive
+    for _ in $(seq 1 50); do
+        alive=
+        for p in "${_slurm_pids[@]}"; do
+            kill -0 "$p" 2>/dev/null && alive=1
+        done
+        [ -z "$alive" ] && break
+        sleep 0.1
+    done
+    for p in "${_slurm_pids[@]}"; do
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    _slurm_pids=()
+    unset SLURM_CONF SLURM_OVERCOMMIT
+    # whatever is left that carries our conf in its environment (slurmstepd,
+    # tasks): it was started by this harness
+    if [ -n "$d" ]; then
+        for p in $(_slurm_leftovers "$d"); do
+            kill -KILL "$p" 2>/dev/null
+        done
+    fi
+    [ -n "$d" ] && [ -d "$d" ] && rm -rf "$d"
+    SLURM_DIR='' SLURM_PID_munged='' SLURM_PID_slurmctld='' SLURM_PID_slurmd=''
+    return 0
+}
+
+# _slurm_leftovers DIR: pids of processes (not this shell) whose environment
+# names DIR's slurm.conf or whose command line names DIR
+_slurm_leftovers() {
+    local d=$1 e pid
+    for e in /proc/[0-9]*; do
+        pid=${e#/proc/}
+        [ "$pid" = "$$" ] || [ "$pid" = "${BASHPID:-}" ] && continue
+        if grep -qzxF "SLURM_CONF=$d/slurm.conf" "$e/environ" 2>/dev/null ||
+            grep -qzF "$d/" "$e/cmdline" 2>/dev/null; then
+            echo "$pid"
+        fi
+    done
+}
