@@ -24,6 +24,12 @@
 #              accounting, MpiDefault=none, KillOnBadExit=1.  More tasks than
 #              CPUs (-n 4 on 2 cores) needs --overcommit: slurm_start exports
 #              SLURM_OVERCOMMIT=1, which srun takes as -O.
+# A test killed by `timeout` (tests/run.sh) gets SIGTERM, and bash runs the
+# trap only once the command it waits for ends: put srun under
+# `timeout --foreground SECS srun ...` (a plain `timeout` makes its own
+# process group, which the signal to the test's group misses), so srun gets
+# the signal too and the trap runs.  A run killed with -9 leaves its
+# processes and dir; the next slurm_start removes them.
 # Exported after slurm_start: SLURM_CONF (all the client commands need),
 # SLURM_OVERCOMMIT=1, SLURM_DIR, SLURM_NODE (this host's node name).
 #
@@ -111,7 +117,7 @@ _slurm_free_port() {
 # _slurm_spawn NAME CMD...: start CMD in the background, remember its pid
 _slurm_spawn() {
     local name=$1; shift
-    "$@" >"$SLURM_DIR/$name.out" 2>&1 &
+    setsid "$@" >"$SLURM_DIR/$name.out" 2>&1 &
     _slurm_pids+=("$!")
     _slurm_last=$!
 }
@@ -128,17 +134,56 @@ _slurm_fail() {
     return 1
 }
 
+# _slurm_id PID: "PID STARTTIME", which names one process for good
+_slurm_id() {
+    local st pid=$1
+    { st=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+    st=${st##*) }
+    # shellcheck disable=SC2086
+    set -- $st
+    echo "$pid ${20}"
+}
+
+# _slurm_reap_stale: what an earlier run left when it was killed before its
+# trap could run (SIGKILL): a knit-slurm.* dir whose owner (the shell that
+# called slurm_start, in $d/owner) is gone; its processes (daemons, stepd,
+# tasks, srun) are killed and the dir removed.  The instance of a test
+# running at the same time is left alone.
+_slurm_reap_stale() {
+    local d owner pid
+    for d in "${TMPDIR:-/tmp}"/knit-slurm.*; do
+        [ -d "$d" ] || continue
+        owner=$(cat "$d/owner" 2>/dev/null)
+        if [ -z "$owner" ]; then
+            # being made this moment, or made before owner files: by age
+            [ -n "$(find "$d" -maxdepth 0 -mmin +10 2>/dev/null)" ] || continue
+        else
+            pid=${owner%% *}
+            [ "$(_slurm_id "$pid" | cut -d' ' -f2)" = "${owner#* }" ] && continue
+        fi
+        _slurm_log "removing what a killed run left: $d"
+        for pid in $(_slurm_leftovers "$d"); do
+            kill -KILL "$pid" 2>/dev/null
+        done
+        rm -rf "$d"
+    done
+}
+
 # slurm_start: munged, slurmctld, slurmd with a generated slurm.conf; waits
 # (at most SLURM_START_TIMEOUT s) for sinfo to show the node idle.
 slurm_start() {
     slurm_available || { _slurm_log "$SLURM_WHY"; return 1; }
     [ -n "$SLURM_DIR" ] && slurm_stop
+    _slurm_reap_stale
+    # on a signal the daemons (in the test's process group) got it too: no
+    # point asking slurmctld to cancel, just kill what is left
     trap slurm_stop EXIT
-    trap 'slurm_stop; exit 130' INT
-    trap 'slurm_stop; exit 143' TERM
-    trap 'slurm_stop; exit 129' HUP
+    trap 'slurm_stop signal; exit 130' INT
+    trap 'slurm_stop signal; exit 143' TERM
+    trap 'slurm_stop signal; exit 129' HUP
     SLURM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/knit-slurm.XXXXXX") || { SLURM_WHY="mktemp failed"; return 1; }
     chmod 755 "$SLURM_DIR"
+    _slurm_id "${BASHPID:-$$}" >"$SLURM_DIR/owner"
     local d=$SLURM_DIR t0=$SECONDS
     mkdir -p "$d/munge" "$d/state" "$d/spool" || { _slurm_fail "cannot make $d"; return 1; }
     chmod 700 "$d/munge"
@@ -156,7 +201,7 @@ slurm_start() {
     SLURM_PID_munged=$_slurm_last
     for _ in $(seq 1 50); do
         [ -S "$sock" ] && break
-        kill -0 "$SLURM_PID_munged" 2>/dev/null || break
+        _slurm_alive "$SLURM_PID_munged" || break
         sleep 0.1
     done
     [ -S "$sock" ] || { _slurm_fail "munged did not start"; return 1; }
@@ -222,8 +267,8 @@ EOF
     # bounded wait for the node to be idle
     local deadline=$((SECONDS + SLURM_START_TIMEOUT)) state=
     while [ "$SECONDS" -lt "$deadline" ]; do
-        kill -0 "$SLURM_PID_slurmctld" 2>/dev/null || { _slurm_fail "slurmctld exited"; return 1; }
-        kill -0 "$SLURM_PID_slurmd" 2>/dev/null || { _slurm_fail "slurmd exited"; return 1; }
+        _slurm_alive "$SLURM_PID_slurmctld" || { _slurm_fail "slurmctld exited"; return 1; }
+        _slurm_alive "$SLURM_PID_slurmd" || { _slurm_fail "slurmd exited"; return 1; }
         state=$(sinfo -h -N -n "$node" -o %t 2>/dev/null | head -n 1)
         [ "$state" = idle ] && break
         sleep 0.2
@@ -233,27 +278,37 @@ EOF
     return 0
 }
 
-# slurm_stop: kills the daemons (and any slurmstepd of our steps), removes
-# the temp dir; safe to call twice.
+# _slurm_alive PID: running (kill -0 is true of a zombie child too)
+_slurm_alive() {
+    local st
+    { st=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+    [[ $st =~ \)\ ([A-Za-z]) ]] || return 1
+    [ "${BASH_REMATCH[1]}" != Z ] && [ "${BASH_REMATCH[1]}" != X ]
+}
+
+# slurm_stop [signal]: kills the daemons (and any slurmstepd of our steps),
+# removes the temp dir; safe to call twice.
 slurm_stop() {
     local p d=$SLURM_DIR
     # steps outlive a slurmd that is stopped (by design), so cancel our jobs
-    # first while slurmctld still answers
-    if [ -n "$d" ] && [ -n "${SLURM_CONF:-}" ] && [ -n "${SLURM_PID_slurmctld:-}" ] &&
-        kill -0 "$SLURM_PID_slurmctld" 2>/dev/null; then
+    # first while slurmctld still answers (not when a signal stops us)
+    if [ "${1:-}" != signal ] && [ -n "$d" ] && [ -n "${SLURM_CONF:-}" ] &&
+        [ -n "${SLURM_PID_slurmctld:-}" ] && _slurm_alive "$SLURM_PID_slurmctld"; then
         local jobs
-        jobs=$(timeout 5 squeue -h -o %i 2>/dev/null)
+        jobs=$(timeout 3 squeue -h -o %i 2>/dev/null)
         # shellcheck disable=SC2086
-        [ -n "$jobs" ] && timeout 5 scancel $jobs 2>/dev/null
+        [ -n "$jobs" ] && timeout 3 scancel $jobs 2>/dev/null
     fi
     for p in "${_slurm_pids[@]}"; do
         kill -TERM "$p" 2>/dev/null
     done
+    # slurmctld and slurmd take 3 s and more to exit on SIGTERM; their state
+    # is thrown away, so they get half a second before SIGKILL
     local alive
-    for _ in $(seq 1 50); do
+    for _ in 1 2 3 4 5; do
         alive=
         for p in "${_slurm_pids[@]}"; do
-            kill -0 "$p" 2>/dev/null && alive=1
+            _slurm_alive "$p" && alive=1
         done
         [ -z "$alive" ] && break
         sleep 0.1

@@ -7,7 +7,7 @@
 # SKIPs everything, with the reason, where Slurm is not installed or can't
 # start.  Each line: PASS/FAIL/SKIP <name>.
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/launch/slurm.sh
 . "$HERE/slurm.sh"
 
@@ -33,7 +33,7 @@ echo "slurm: started in ${SLURM_START_SECONDS}s, conf $SLURM_CONF"
 D=$SLURM_DIR
 
 # --- srun -n 4 hostname: 4 lines, this host
-out=$(timeout 20 srun -n 4 hostname 2>"$D/err")
+out=$(timeout --foreground 20 srun -n 4 hostname 2>"$D/err")
 rc=$?
 n=$(grep -cx "$(hostname)" <<<"$out")
 [ "$rc" = 0 ] && [ "$n" = 4 ] && pass slurm.harness.hostname ||
@@ -42,7 +42,7 @@ n=$(grep -cx "$(hostname)" <<<"$out")
 # ranks NAME VAR: srun --mpi=NAME -n 4 env shows VAR=0..3, one each
 ranks() {
     local mpi=$1 var=$2 out rc
-    out=$(timeout 20 srun --mpi="$mpi" -n 4 env 2>"$D/err")
+    out=$(timeout --foreground 20 srun --mpi="$mpi" -n 4 env 2>"$D/err")
     rc=$?
     local got
     got=$(grep "^$var=" <<<"$out" | sort | tr '\n' ' ')
@@ -58,7 +58,7 @@ fi
 
 # --- kill -9 of one task ends the step (KillOnBadExit=1), srun fails
 t0=$SECONDS
-timeout 30 srun -n 4 bash -c 'echo "task $SLURM_PROCID pid $$"; exec sleep 25' >"$D/kill.out" 2>"$D/kill.err" &
+timeout --foreground 30 srun -n 4 bash -c 'echo "task $SLURM_PROCID pid $$"; exec sleep 25' >"$D/kill.out" 2>"$D/kill.err" &
 srun_pid=$!
 for _ in $(seq 1 100); do
     [ "$(grep -c '^task ' "$D/kill.out")" = 4 ] && break
@@ -84,7 +84,7 @@ else
         wait "$srun_pid"
         rc=$?
         left=
-        for p in $others; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+        for p in $others; do _slurm_alive "$p" && left="$left $p"; done
         # the others are sent SIGTERM: srun exits 128+15
         if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ -z "$left" ]; then
             pass slurm.harness.kill_one_task
@@ -111,7 +111,7 @@ mpi_hello() {
         return
     fi
     local out rc
-    out=$(timeout 30 srun --mpi="$mpi" -n 4 "$D/$name" 2>"$D/err")
+    out=$(timeout --foreground 30 srun --mpi="$mpi" -n 4 "$D/$name" 2>"$D/err")
     rc=$?
     if [ "$rc" = 0 ] && [ "$(grep -c '^hello [0-3]/4 sum=6$' <<<"$out")" = 4 ]; then
         pass "$name"
@@ -126,7 +126,7 @@ mpi_hello slurm.harness.openmpi_pmix mpicc.openmpi pmix
 pids="$SLURM_PID_munged $SLURM_PID_slurmctld $SLURM_PID_slurmd"
 slurm_stop
 left=
-for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+for p in $pids; do _slurm_alive "$p" && left="$left $p"; done
 rest=$(_slurm_leftovers "$D" | tr '\n' ' ')
 if [ -z "$left" ] && [ -z "$rest" ] && [ ! -e "$D" ] && [ -z "${SLURM_CONF:-}" ]; then
     pass slurm.harness.stop
