@@ -44,6 +44,12 @@
 #    /etc/munge/munge.key and asks invoke-rc.d to start the services (a
 #    policy-rc.d exiting 101 stops that; scripts/deps.sh slurm makes sure).
 #    Without a slurm.conf the system slurmd/slurmctld would not start anyway.
+#  - mpi_pmix puts each step's client dir at /tmp/spmix_appdir_UID_JOB.STEP
+#    unless mpi.conf says PMIxCliTmpDirBase: two Slurms on one host (tests
+#    run at once) or a leftover dir collide ("File exists"), and the step
+#    does not launch.  Each instance here has its own base and FirstJobId.
+#  - srun exits 0 when a step fails to launch ("task 0 launch failed:
+#    Unspecified error", as in the collision above): check the output.
 #  - Without SLURM_CONF the client commands look for /etc/slurm/slurm.conf,
 #    then DNS SRV records ("Could not establish a configuration source").
 
@@ -141,6 +147,8 @@ _slurm_id() {
     st=${st##*) }
     # shellcheck disable=SC2086
     set -- $st
+    # a zombie is gone (init here may take its time to reap it)
+    [ "$1" = Z ] || [ "$1" = X ] && return 1
     echo "$pid ${20}"
 }
 
@@ -250,6 +258,7 @@ MpiDefault=none
 KillOnBadExit=1
 ReturnToService=2
 MinJobAge=2
+FirstJobId=$(( (RANDOM % 30000 + 1) * 1000 ))
 InactiveLimit=0
 KillWait=2
 MailProg=/bin/true
@@ -257,6 +266,10 @@ $node_line NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=knit Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
     : >"$d/plugstack.conf"
+    # mpi_pmix makes its clients' dir under /tmp by default, named by uid
+    # and job id only: two instances (or a killed run's leftover) collide
+    mkdir -p "$d/pmix"
+    echo "PMIxCliTmpDirBase=$d/pmix" >"$d/mpi.conf"
     export SLURM_CONF=$d/slurm.conf SLURM_OVERCOMMIT=1 SLURM_DIR SLURM_NODE
 
     _slurm_spawn slurmctld slurmctld -D -i -f "$SLURM_CONF"
