@@ -23,7 +23,8 @@ fi
 if ! slurm_start 2>"${TMPDIR:-/tmp}/knit-slurm-start.$$"; then
     # installed but cannot start here (no munge, ports, a container that
     # forbids it): the tests that need Slurm skip, this one says why
-    skip slurm.harness "slurm_start failed: $SLURM_WHY ($(head -c 400 "${TMPDIR:-/tmp}/knit-slurm-start.$$" | tr '\n' '|'))"
+    skip slurm.harness "slurm_start failed: $SLURM_WHY"
+    sed 's/^/  /' "${TMPDIR:-/tmp}/knit-slurm-start.$$"
     rm -f "${TMPDIR:-/tmp}/knit-slurm-start.$$"
     exit 0
 fi
