@@ -5,7 +5,7 @@
 #   deps.sh fuzz   what make fuzz needs too (clang and libFuzzer)
 #   deps.sh soak   what make soak needs too (python3, for its report)
 set -eu
-pkgs="gcc make pkg-config libfabric-dev libfabric-bin libseccomp-dev libhwloc-dev libopenblas-dev iproute2 procps libmicrohttpd-dev libpng-dev python3"
+pkgs="gcc make pkg-config libfabric-dev libfabric-bin libseccomp-dev libhwloc-dev libopenblas-dev iproute2 procps libmicrohttpd-dev libpng-dev python3 gfortran g++"
 if [ "${1:-}" = fuzz ]; then
     pkgs="$pkgs clang-14 libclang-rt-14-dev"
 fi
