@@ -25,22 +25,23 @@ $(FGEN_STAMP): src/mpi/fortran/gen.py include/mpi.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(Q)python3 src/mpi/fortran/gen.py include/mpi.h $(FGEN_DIR) >/dev/null
 	$(Q)touch $@
-$(FGEN_DIR)/mpif_wrap.c $(FGEN_DIR)/mpif.h $(FGEN_DIR)/mpi.f90: $(FGEN_STAMP)
+# (what needs the generated files depends on the stamp: make would not see
+# them change through a rule without a recipe)
 
 MPIF_OBJS := $(BUILD)/obj/gen/fortran/mpif_wrap.o $(BUILD)/obj/src/mpi/fortran/fortran.o \
 	$(BUILD)/obj/gen/fortran/mpi_mod.o
-$(BUILD)/obj/gen/fortran/mpif_wrap.o: $(FGEN_DIR)/mpif_wrap.c src/mpi/fortran/fortran.h
+$(BUILD)/obj/gen/fortran/mpif_wrap.o: $(FGEN_STAMP) src/mpi/fortran/fortran.h
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $(FGEN_DIR)/mpif_wrap.c
 # the module: mpi.mod for `use mpi`, and its object (the common blocks'
 # declarations, no code) in the library
 $(FINC_DIR)/mpi.mod: $(BUILD)/obj/gen/fortran/mpi_mod.o
-$(BUILD)/obj/gen/fortran/mpi_mod.o: $(FGEN_DIR)/mpi.f90
+$(BUILD)/obj/gen/fortran/mpi_mod.o: $(FGEN_STAMP)
 	@mkdir -p $(@D) $(FINC_DIR)
-	$(Q)$(FC) -O2 -fPIC -Wall -Werror -J$(FINC_DIR) -c -o $@ $<
-$(FINC_DIR)/mpif.h: $(FGEN_DIR)/mpif.h
+	$(Q)$(FC) -O2 -fPIC -Wall -Werror -J$(FINC_DIR) -c -o $@ $(FGEN_DIR)/mpi.f90
+$(FINC_DIR)/mpif.h: $(FGEN_STAMP)
 	@mkdir -p $(@D)
-	$(Q)cp $< $@
+	$(Q)cp $(FGEN_DIR)/mpif.h $@
 
 LIBKNITMPIF_A  := $(BUILD)/lib/libknitmpif.a
 LIBKNITMPIF_SO := $(BUILD)/lib/libknitmpif.so

@@ -62,6 +62,8 @@ OVERRIDE = {
 NO_IERROR = {"MPI_Pcontrol"}
 LOGICAL_IN = {"commute", "reorder", "high"}
 LOGICAL_OUT = {"flag", "commute", "weighted"}
+# LOGICAL arrays: passed as they are (gfortran's .TRUE. is C's 1)
+LOGICAL_ARR = {"periods", "remain_dims"}
 CHOICE = {"buf", "sendbuf", "recvbuf", "buffer", "inbuf", "outbuf", "inoutbuf", "origin_addr", "result_addr",
           "compare_addr", "location", "base"}
 # the size of the C buffer an output string is written into
@@ -138,6 +140,8 @@ def classify(fn, ctype, name, arr):
         return "status"
     if base == "MPI_Status" and arr == "[]":
         return "statuses"
+    if base == "int" and arr == "[]" and name in LOGICAL_ARR:
+        return "lptr"
     if base == "int *" and name in LOGICAL_OUT:
         return "lout"
     if base == "int *" and name == "resultlen":
@@ -229,6 +233,10 @@ class Wrap:
             self.cparams.append("MPI_Fint *" + name)
             self.call.append("(int (*)[3])" + name if arr == "[][3]" else name)
             F("INTEGER", dims)
+        elif kind == "lptr":
+            self.cparams.append("MPI_Fint *" + name)
+            self.call.append(name)
+            F("LOGICAL", dims)
         elif kind == "aptr":
             t = base.rstrip(" *")
             self.cparams.append("%s *%s" % (t, name))
