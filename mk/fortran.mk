@@ -102,3 +102,10 @@ $(BUILD)/bench/ring: bench/ring.cpp $(CXX_LINK)
 ALL_TARGETS += $(FORT_LINK) $(CXX_LINK) $(BUILD)/bin/mpif90 $(BUILD)/bin/mpifort $(BUILD)/bin/mpicxx \
 	$(BUILD)/bin/mpic++ $(FORT_TEST_BINS) $(CXX_TEST_BINS) \
 	$(if $(wildcard bench/stencil3d.f90),$(BUILD)/bench/stencil3d) $(if $(wildcard bench/ring.cpp),$(BUILD)/bench/ring)
+
+# the stencil side by side with Open MPI and MPICH (bench/fortran.py,
+# docs/perf/fortran.md)
+FORTRAN_BENCH_ARGS ?=
+.PHONY: bench-fortran
+bench-fortran: all
+	$(Q)python3 bench/fortran.py --build $(BUILD) $(FORTRAN_BENCH_ARGS)
