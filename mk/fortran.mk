@@ -81,7 +81,7 @@ FORT_TEST_BINS := $(patsubst tests/fortran/%,$(BUILD)/tests/fortran/%,$(basename
 CXX_TEST_SRCS  := $(wildcard tests/fortran/*.cpp)
 CXX_TEST_BINS  := $(patsubst tests/fortran/%.cpp,$(BUILD)/tests/fortran/%,$(CXX_TEST_SRCS))
 FFLAGS_TEST := -O2 -g -Wall -Werror -Wno-unused-dummy-argument -fcheck=bounds
-$(BUILD)/tests/fortran/%: tests/fortran/%.f90 $(FORT_LINK)
+$(BUILD)/tests/fortran/%: tests/fortran/%.f90 tests/fortran/check.inc $(FORT_LINK)
 	@mkdir -p $(@D)/mod-$*
 	$(Q)$(BUILD)/bin/knitfort $(FFLAGS_TEST) -J$(@D)/mod-$* -o $@ $<
 $(BUILD)/tests/fortran/%: tests/fortran/%.f $(FORT_LINK)

@@ -186,15 +186,7 @@ program f_coll
 
 contains
 
-  subroutine check(cond, what)
-    logical, intent(in) :: cond
-    character(len=*), intent(in) :: what
-    integer :: e
-    if (.not. cond) then
-      print '(a,i0,a,a)', 'FAILED on rank ', rank, ': ', what
-      call MPI_Abort(MPI_COMM_WORLD, 1, e)
-    end if
-  end subroutine
+  include 'check.inc'
 
   integer function bxor_upto(n)
     integer, intent(in) :: n

@@ -101,15 +101,7 @@ program f_p2p
 
 contains
 
-  subroutine check(cond, what)
-    logical, intent(in) :: cond
-    character(len=*), intent(in) :: what
-    integer :: e
-    if (.not. cond) then
-      print '(a,i0,a,a)', 'FAILED on rank ', rank, ': ', what
-      call MPI_Abort(MPI_COMM_WORLD, 1, e)
-    end if
-  end subroutine
+  include 'check.inc'
 
   ! a column of a matrix (vector type), a struct of an integer and a double
   ! placed by absolute addresses (MPI_BOTTOM), MPI_Type_size / extent
