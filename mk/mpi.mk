@@ -33,13 +33,20 @@ $(LIBKNITMPI_SO): $(MPI_OBJS) $(LIBKNIT_SO) $(BUILD)/lib/libknit.so.0
 	    -L$(BUILD)/lib -lknit $(LIBS)
 
 # knitcc / mpicc for the build tree (scripts/install.sh writes the
-# installed ones): tools/knitcc.in with the paths filled in
-KNITCC_SUBST = sed -e 's|@INCDIR@|$(1)/include|g' -e 's|@LIBDIR@|$(2)|g' \
-	-e 's|@CC@|$(CC)|g' -e 's|@LDFLAGS@|$(filter-out -pthread,$(LDFLAGS))|g' \
+# installed ones): tools/knitcc.in with the paths filled in.  The same
+# template makes knitc++ and knitfort (mk/fortran.mk): KNITCC_SUBST's
+# arguments are the include and library directories, the wrapper's name,
+# its language, its compiler, its compiler's variables and Fortran's
+# include directory.
+KNITCC_SUBST = sed -e 's|@INCDIR@|$(1)/include|g' -e 's|@LIBDIR@|$(2)|g' -e 's|@NAME@|$(3)|g' \
+	-e 's|@LANG@|$(4)|g' -e 's|@LANGNAME@|$(if $(filter c,$(4)),C,$(if $(filter c++,$(4)),C++,Fortran))|g' \
+	-e 's|@CC@|$(5)|g' -e 's|@CCVARS@|$(6)|g' -e 's|@FINCDIR@|$(7)|g' \
+	-e 's|@LDFLAGS@|$(filter-out -pthread,$(LDFLAGS))|g' \
 	-e 's|@VERSION@|$(shell sed -n 's/^#define KNIT_VERSION_STRING "\(.*\)"/\1/p' include/knit.h)|g'
 $(BUILD)/bin/knitcc: tools/knitcc.in include/knit.h mk/mpi.mk
 	@mkdir -p $(@D)
-	$(Q)$(call KNITCC_SUBST,$(abspath .),$(abspath $(BUILD)/lib)) $< > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+	$(Q)$(call KNITCC_SUBST,$(abspath .),$(abspath $(BUILD)/lib),knitcc,c,$(CC),KNITCC_CC (or MPICH_CC / OMPI_CC)) \
+	    $< > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
 $(BUILD)/bin/mpicc: $(BUILD)/bin/knitcc
 	$(Q)ln -sf knitcc $@
 
