@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "boot/launcher.h"
 #include "coll/coll.h"
 #include "core/nodeshm.h"
 #include "knit.h"
@@ -73,6 +74,13 @@ static void show_node(void)
     printf("knit %s\n\n", KNIT_VERSION_STRING);
     printf("this node\n");
     show_cpus();
+    int kind;
+    char lwhy[512];
+    if (kn_launch_detect(&kind, lwhy, sizeof(lwhy)) == KNIT_OK)
+        printf("  %-34s %s (KNIT_BOOTSTRAP=%s)\n", "started by", kn_launch_kind_name(kind),
+               getenv("KNIT_BOOTSTRAP") ? getenv("KNIT_BOOTSTRAP") : "auto");
+    else
+        printf("  %-34s %s\n", "started by", lwhy);
     printf("  %-34s %s\n", "cross-memory attach", cma ? "yes" : why);
     printf("\nmechanisms within a node (shared memory)\n");
     printf("  %-34s payload inside the one-cache-line queue entry\n", "inline");

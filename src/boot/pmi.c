@@ -218,8 +218,13 @@ static knit_status_t pmi_init(kn_launcher_t *l, char *why, size_t len)
     l->name = want == 2 ? "PMI-2" : "PMI-1";
     char reply[MSG_MAX];
     if (want == 2) {
-        char body[128], v[32];
-        snprintf(body, sizeof(body), "cmd=fullinit;pmirank=%d;threaded=FALSE;", l->rank);
+        char body[192], v[32];
+        /* Slurm wants the job id its PMI_JOBID gives (hydra gives none) */
+        const char *job = getenv("PMI_JOBID");
+        if (job && (strlen(job) > 64 || strpbrk(job, ";=")))
+            job = NULL;
+        snprintf(body, sizeof(body), "cmd=fullinit;%s%s%spmirank=%d;threaded=FALSE;", job ? "pmijobid=" : "",
+                 job ? job : "", job ? ";" : "", l->rank);
         if (v2_call(body, reply, sizeof(reply)) != KNIT_OK || v2_field(reply, "size", v, sizeof(v)) < 0 ||
             atoi(v) != l->size) {
             snprintf(why, len, "PMI-2 fullinit failed (answer: %.200s)", reply);

@@ -535,12 +535,17 @@ void knit_abort(knit_ctx_t *ctx, int code, const char *msg)
     if (!ctx)
         ctx = the_ctx;
     kn_boot_t *b = ctx ? ctx->boot : failed_boot;
+    if (kn_launch_active()) {
+        /* another launcher ends the job; knit's store stops the others at once */
+        kn_error("abort (code %d): %s", code, msg ? msg : "");
+        if (b)
+            kn_boot_abort(b, code, msg ? msg : "");
+        kn_launch_abort(code, msg);
+    }
     if (b && !kn_boot_is_singleton(b))
-        kn_boot_abort(b, code, msg ? msg : ""); /* knitrun (or knitrun --serve) says why */
+        kn_boot_abort(b, code, msg ? msg : ""); /* knitrun says why */
     else
         kn_error("abort (code %d): %s", code, msg ? msg : "");
-    if (kn_launch_active())
-        kn_launch_abort(code, msg); /* another launcher ends the job */
     _exit(code & 0xff ? code & 0xff : 1);
 }
 

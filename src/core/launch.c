@@ -282,12 +282,15 @@ knit_status_t kn_launch_start(void)
         return KNIT_OK;
     kn_launcher_t *l = L.kind == KN_BOOTSTRAP_PMIX ? &kn_launch_pmix : &kn_launch_pmi;
     l->version = L.kind == KN_BOOTSTRAP_PMI1 ? 1 : L.kind == KN_BOOTSTRAP_PMI2 ? 2 : 0;
-    if ((st = l->init(l, why, sizeof(why))) != KNIT_OK) {
+    l->rank = -1;
+    st = l->init(l, why, sizeof(why));
+    if (l->rank >= 0)
+        kn_log_set_prefix("rank %d", l->rank);
+    if (st != KNIT_OK) {
         kn_error("%s", why);
         return st;
     }
     L.l = l;
-    kn_log_set_prefix("rank %d", l->rank);
     int size = l->size, rank = l->rank, nnodes;
     int *lnode = calloc((size_t)size, sizeof(int)), *node_of = calloc((size_t)size, sizeof(int));
     char *sizes = malloc((size_t)size * 12 + 1), line[KN_LAUNCH_VAL_MAX];

@@ -352,7 +352,10 @@ void job_rank_finalize_call(int rank, const char *name, size_t len)
 void job_abort(kconn_t *c, int code, const char *msg)
 {
     int exit_code = code & 0xff ? code & 0xff : 1;
-    if (c->role == KN_BOOT_ROLE_RANK)
+    if (J.serve && c->role == KN_BOOT_ROLE_RANK && J.state == RUNNING) {
+        J.exit_code = exit_code; /* the rank said why, on its own stderr */
+        stop();
+    } else if (c->role == KN_BOOT_ROLE_RANK)
         fail(exit_code, "rank %d on node %d aborted (code %d): %s", c->id, J.ranks[c->id].node,
              code, msg);
     else if (c->role == KN_BOOT_ROLE_PROXY)
