@@ -39,6 +39,12 @@ BENCH_ARGS ?=
 bench: all
 	$(Q)python3 bench/compare --build $(BUILD) $(BENCH_ARGS)
 
+# Start-up under other launchers (mpirun.openmpi, mpiexec.mpich, srun) beside
+# each launcher's own MPI: bench/launchers.sh (docs/knitrun.md, Other launchers).
+.PHONY: bench-launchers
+bench-launchers: all
+	$(Q)bash bench/launchers.sh $(BUILD)
+
 # The overlap of a nonblocking allreduce with computing (OSU's method),
 # knit (hosts, offloaded) against Open MPI and MPICH: bench/overlap.sh.
 OVERLAP_ARGS ?= 4 5 8,1k,64k
