@@ -42,7 +42,7 @@ mpicc.mpich -O2 -o "$tmp/mpich" "$tmp/init.c" 2>/dev/null || echo "launchers: no
 ms() { # CMD...: one run's wall time in ms, or "fail"
     local t0=$EPOCHREALTIME
     "$@" >/dev/null 2>&1 || { echo fail; return; }
-    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", (b - a) * 1000}'
+    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f\n", (b - a) * 1000}'
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
