@@ -137,6 +137,19 @@ for v in 1 2; do
     expect_ok "launch.fake_pmi$v.two_nodes.offload" roundtrip
     left "launch.fake_pmi$v"
 done
+# the offload, one-sided and replicated-memory tests across the two nodes
+FAKE=(python3 "$LAUNCH/fake_pmi.py" -n 4 --mapping "(vector,(0,2,2))" --)
+for c in "paths switch" equiv; do
+    run "${FAKE[@]}" "$J/offload_test" "$M" $c
+    expect_ok "launch.fake_pmi.two_nodes.offload_${c// /_}" "${c%% *}"
+done
+KNIT_MODULE_BUDGET=200ms run "${FAKE[@]}" "$J/offload_test" "$M" faults switch
+expect_ok launch.fake_pmi.two_nodes.offload_faults faults
+run "${FAKE[@]}" "$J/rma_test"
+expect_ok launch.fake_pmi.two_nodes.rma sweep
+run "${FAKE[@]}" "$J/dsm_test"
+expect_ok launch.fake_pmi.two_nodes.dsm same
+left launch.fake_pmi.two_nodes
 fails fake_pmi2 python3 "$LAUNCH/fake_pmi.py" -n 4 --mapping "(vector,(0,2,2))" --
 run python3 "$LAUNCH/fake_pmi.py" -n 4 --mapping "(vector,(0,2,1))" -- "$PROG" ok
 if [ "$RC" -ne 0 ] && grep -q "numbered consecutively" "$ERR"; then pass launch.fake_pmi.cyclic_refused
