@@ -21,6 +21,7 @@
 #include "util/config.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/nodemap.h"
 #include "util/time.h"
 
 static knit_ctx_t *the_ctx;
@@ -46,45 +47,25 @@ static int env_int(const char *name, int def, int *ok)
 
 knit_status_t kn_ctx_set_geometry(knit_ctx_t *ctx, const char *sizes, int size)
 {
-    int nnodes = 1;
-    for (const char *p = sizes; *p; p++)
-        nnodes += *p == ',';
-    int *first = calloc((size_t)nnodes + 1, sizeof(int));
-    int *node_of = calloc((size_t)size, sizeof(int));
-    if (!first || !node_of)
-        goto err;
-    const char *p = sizes;
-    int total = 0;
-    for (int n = 0; n < nnodes; n++) {
-        char *end;
-        errno = 0;
-        long k = strtol(p, &end, 10);
-        if (errno || end == p || k < 0 || (*end != ',' && *end != '\0') || total + k > size)
-            goto bad;
-        first[n] = total;
-        for (long i = 0; i < k; i++)
-            node_of[total + i] = n;
-        total += (int)k;
-        p = end + (*end == ',');
+    int *first, nnodes = kn_node_sizes_parse(sizes, size, &first);
+    if (nnodes < 0) {
+        kn_error("%s: invalid node map '%s' for %d ranks", KN_ENV_NODE_SIZES, sizes, size);
+        return KNIT_ERR_INVAL;
     }
-    if (total != size)
-        goto bad;
-    first[nnodes] = total;
+    int *node_of = malloc((size_t)size * sizeof(int));
+    if (!node_of) {
+        free(first);
+        return KNIT_ERR_NOMEM;
+    }
+    for (int n = 0; n < nnodes; n++)
+        for (int r = first[n]; r < first[n + 1]; r++)
+            node_of[r] = n;
     free(ctx->node_of);
     free(ctx->node_first);
     ctx->node_of = node_of;
     ctx->node_first = first;
     ctx->nnodes = nnodes;
     return KNIT_OK;
-bad:
-    kn_error("%s: invalid node map '%s' for %d ranks", KN_ENV_NODE_SIZES, sizes, size);
-    free(first);
-    free(node_of);
-    return KNIT_ERR_INVAL;
-err:
-    free(first);
-    free(node_of);
-    return KNIT_ERR_NOMEM;
 }
 
 static void core_fatal(void *arg, const char *msg)

@@ -45,6 +45,7 @@
 #include "util/cpus.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/nodemap.h"
 #include "util/time.h"
 
 struct kn_daemon kn_dmn;
@@ -755,25 +756,9 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
         kn_dmn.g.self = kn_dmn.g.nnodes + sw;
     char name[32];
     kn_log_set_prefix("%s", kn_d_name(name, sizeof(name)));
-    kn_dmn.node_first = calloc((size_t)kn_dmn.g.nnodes + 1, sizeof(int));
-    if (!kn_dmn.node_first)
-        return KNIT_ERR_NOMEM;
-    const char *p = sizes;
-    int total = 0;
-    for (int n = 0; n < kn_dmn.g.nnodes; n++) {
-        char *end;
-        long k = strtol(p, &end, 10);
-        if (end == p || k < 1 || (*end != ',' && *end != '\0') || total + k > kn_dmn.g.nranks) {
-            kn_error("%s: invalid node map '%s'", KN_ENV_NODE_SIZES, sizes);
-            return KNIT_ERR_INVAL;
-        }
-        kn_dmn.node_first[n] = total;
-        total += (int)k;
-        p = end + (*end == ',');
-    }
-    kn_dmn.node_first[kn_dmn.g.nnodes] = total;
-    if (total != kn_dmn.g.nranks) {
-        kn_error("%s: '%s' does not add up to %d ranks", KN_ENV_NODE_SIZES, sizes, kn_dmn.g.nranks);
+    if (kn_node_sizes_parse(sizes, kn_dmn.g.nranks, &kn_dmn.node_first) != kn_dmn.g.nnodes) {
+        kn_error("%s: '%s' is not the ranks of %d nodes adding up to %d", KN_ENV_NODE_SIZES, sizes,
+                 kn_dmn.g.nnodes, kn_dmn.g.nranks);
         return KNIT_ERR_INVAL;
     }
     kn_dmn.g.node_first = kn_dmn.node_first;

@@ -39,6 +39,7 @@
 #include "util/config.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/nodemap.h"
 
 enum { RUNNING, STOPPING, FINISHING };
 
@@ -1079,30 +1080,21 @@ int job_serve(void)
         return KNITRUN_EXIT_USAGE;
     }
     J.size = (int)n;
-    for (const char *p = sizes; *p; p++)
-        J.nnodes += *p == ',';
-    J.nnodes++;
+    int *first;
+    J.nnodes = kn_node_sizes_parse(sizes, J.size, &first);
     J.ranks = calloc((size_t)J.size, sizeof(*J.ranks));
-    J.nodes = calloc((size_t)J.nnodes, sizeof(*J.nodes));
+    J.nodes = calloc((size_t)(J.nnodes > 0 ? J.nnodes : 1), sizeof(*J.nodes));
     J.node_sizes = strdup(sizes);
     if (!J.ranks || !J.nodes || !J.node_sizes)
         return 1;
-    int total = 0;
-    const char *p = sizes;
     for (int i = 0; i < J.nnodes; i++) {
-        long k = strtol(p, &end, 10);
-        if (end == p || k < 1 || total + k > J.size || (*end != ',' && *end)) {
-            say("%s=%s: not the node sizes of %d ranks", KN_ENV_NODE_SIZES, sizes, J.size);
-            return KNITRUN_EXIT_USAGE;
-        }
-        J.nodes[i].first = total;
-        J.nodes[i].count = (int)k;
-        for (int r = total; r < total + k; r++)
+        J.nodes[i].first = first[i];
+        J.nodes[i].count = first[i + 1] - first[i];
+        for (int r = first[i]; r < first[i + 1]; r++)
             J.ranks[r].node = i;
-        total += (int)k;
-        p = end + (*end == ',');
     }
-    if (total != J.size || kn_tree_init(&J.tree, J.nnodes, (int)kn_cfg.switch_fanin) < 0) {
+    free(first);
+    if (J.nnodes < 0 || kn_tree_init(&J.tree, J.nnodes, (int)kn_cfg.switch_fanin) < 0) {
         say("%s=%s, KNIT_SWITCH_FANIN=%lld: not a job of %d ranks", KN_ENV_NODE_SIZES, sizes,
             (long long)kn_cfg.switch_fanin, J.size);
         return KNITRUN_EXIT_USAGE;
