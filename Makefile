@@ -27,6 +27,7 @@ CPPFLAGS += $(FABRIC_CFLAGS)
 LIBS     := -ldl -lrt
 # libpmix too (src/boot/pmix.c): loaded only under a PMIx launcher
 PMIX_CFLAGS := $(shell pkg-config --cflags pmix 2>/dev/null)
+CPPFLAGS += $(PMIX_CFLAGS)
 
 ifeq ($(DEBUG),1)
 CFLAGS   += -O0 -DKNIT_DEBUG=1
@@ -60,8 +61,6 @@ LIBKNIT_SO := $(BUILD)/lib/libknit.so
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
-
-$(BUILD)/obj/src/boot/pmix.o: CPPFLAGS += $(PMIX_CFLAGS)
 
 $(LIBKNIT_A): $(LIB_OBJS)
 	@mkdir -p $(@D)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "boot/launcher.h"
@@ -31,10 +32,13 @@ static struct {
     pthread_mutex_t lock;
 } P = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* A launcher that went away is an error, not a SIGPIPE. */
 static int write_all(const char *buf, size_t len)
 {
     while (len) {
-        ssize_t w = write(P.fd, buf, len);
+        ssize_t w = send(P.fd, buf, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == ENOTSOCK)
+            w = write(P.fd, buf, len);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -275,6 +279,18 @@ static knit_status_t pmi_get(kn_launcher_t *l, int rank, const char *key, char *
     return st == KNIT_OK && v1_field(reply, "value", buf, cap) < 0 ? KNIT_ERR_PROTO : st;
 }
 
+/* One decimal in 0..1<<24 at *p, which moves past it. */
+static int num(const char **p, int min)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(*p, &end, 10);
+    if (errno || end == *p || v < min || v > 1 << 24)
+        return -1;
+    *p = end;
+    return (int)v;
+}
+
 /* "(vector,(0,2,2),(2,1,1))": triples (first node, nodes, ranks each),
  * dealt out again from the first until every rank has a node. */
 static knit_status_t parse_mapping(const char *map, int size, int *node_of)
@@ -285,18 +301,17 @@ static knit_status_t parse_mapping(const char *map, int size, int *node_of)
         return KNIT_ERR_PROTO;
     p += 8;
     while (*p == '(' && nt < 64) {
-        if (sscanf(p, "(%d,%d,%d)", &t[nt][0], &t[nt][1], &t[nt][2]) != 3 || t[nt][0] < 0 || t[nt][1] < 1 ||
-            t[nt][2] < 1)
-            return KNIT_ERR_PROTO;
-        nt++;
-        p = strchr(p, ')');
-        if (!p)
-            return KNIT_ERR_PROTO;
         p++;
+        for (int i = 0; i < 3; i++) {
+            if ((t[nt][i] = num(&p, i ? 1 : 0)) < 0 || *p != (i < 2 ? ',' : ')'))
+                return KNIT_ERR_PROTO;
+            p++;
+        }
+        nt++;
         if (*p == ',')
             p++;
     }
-    if (nt == 0 || *p != ')')
+    if (nt == 0 || strcmp(p, ")"))
         return KNIT_ERR_PROTO;
     int r = 0;
     while (r < size)

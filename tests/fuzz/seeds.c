@@ -113,6 +113,46 @@ static void boot(void)
     emit("boot", "store_replies", b.b, b.n);
 }
 
+/* ------------------------------------------------------------ pmi */
+
+/* A PMI-2 message as the server frames it. */
+static void frame2(buf_t *b, const char *body)
+{
+    char len[24];
+    snprintf(len, sizeof(len), "%-6zu", strlen(body) % 1000000);
+    put(b, len, 6);
+    put(b, body, strlen(body));
+}
+
+static void pmi(void)
+{
+    static buf_t b;
+    static const char *const v1[] = {
+        "cmd=my_kvsname kvsname=kvs_7_0 rc=0\n", "cmd=get_result rc=0 value=(vector,(0,3,1))\n",
+        "cmd=put_result rc=0 msg=success\n", "cmd=barrier_out\n", "cmd=get_result rc=0 value=a!b!c\n",
+        "cmd=finalize_ack\n"};
+    for (int mode = 0; mode < 2; mode++) { /* negotiated, and insisted on */
+        b.n = 0;
+        u8(&b, (uint8_t)mode);
+        const char *init = "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n";
+        put(&b, init, strlen(init));
+        for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++)
+            put(&b, v1[i], strlen(v1[i]));
+        emit("pmi", mode ? "v1" : "v1_negotiated", b.b, b.n);
+    }
+    b.n = 0;
+    u8(&b, 2);
+    const char *init = "cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n";
+    put(&b, init, strlen(init));
+    frame2(&b, "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=1;size=3;appnum=0;");
+    frame2(&b, "cmd=info-getjobattr-response;rc=0;found=TRUE;value=(vector,(0,1,2),(1,1,1));");
+    frame2(&b, "cmd=kvs-put-response;rc=0;");
+    frame2(&b, "cmd=kvs-fence-response;rc=0;");
+    frame2(&b, "cmd=kvs-get-response;rc=0;found=TRUE;value=a!b;;c;");
+    frame2(&b, "cmd=finalize-response;rc=0;");
+    emit("pmi", "v2", b.b, b.n);
+}
+
 /* ------------------------------------------------------------ proxy */
 
 static void proxy(void)
@@ -628,6 +668,7 @@ int main(int argc, char **argv)
     top = argv[1];
     boot();
     proxy();
+    pmi();
     pkts();
     net();
     wire();
