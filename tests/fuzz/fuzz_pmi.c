@@ -2,7 +2,7 @@
  * The PMI-1 / PMI-2 client (src/boot/pmi.c): what a PMI server answers
  * is outside bytes.  The first input byte picks the version knit asks for
  * (0 negotiates, 1 and 2 insist); the rest is everything the server says,
- * waiting in the socket of PMI_FD, which then closes.  The client walks a
+ * waiting in the socket of PMI_FD, after which the server says no more.  The client walks a
  * whole start (init, the process mapping, a put, the fence, a get) and
  * finalize: whatever the answers, each step returns (an error, or a
  * value that fits its buffer), never reads past what came, and never
@@ -23,7 +23,9 @@ KN_FUZZ_TARGET(pmi)
     int sv[2];
     KN_FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     KN_FUZZ_CHECK(write(sv[1], data + 1, size - 1) == (ssize_t)(size - 1));
-    close(sv[1]); /* what the client sends after this is lost: it has no reader */
+    /* the server says no more; what the client sends waits unread in
+     * sv[1] (a few short messages: it never fills the buffer) */
+    KN_FUZZ_CHECK(shutdown(sv[1], SHUT_WR) == 0);
     char fd[16];
     snprintf(fd, sizeof(fd), "%d", sv[0]);
     setenv("PMI_FD", fd, 1);
@@ -49,5 +51,6 @@ KN_FUZZ_TARGET(pmi)
         KN_FUZZ_CHECK(memchr(why, '\0', sizeof(why)) && why[0]);
     }
     close(sv[0]);
+    close(sv[1]);
     return 0;
 }

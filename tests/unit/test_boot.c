@@ -11,6 +11,7 @@
 #include "boot/boot.h"
 #include "boot/hostfile.h"
 #include "boot/kv.h"
+#include "boot/launcher.h"
 #include "boot/proto.h"
 #include "harness.h"
 #include "util/config.h"
@@ -297,4 +298,99 @@ KN_TEST(client_rejects_bad_arguments)
     KN_CHECK_EQ(kn_boot_connect("nonsense", cookie, KN_BOOT_ROLE_RANK, 0, &b), KNIT_ERR_INVAL);
     KN_CHECK_EQ(kn_boot_connect("unix:/x", cookie, 42, 0, &b), KNIT_ERR_INVAL);
     KN_CHECK(b == NULL);
+}
+
+/* ------------------------------------------------------------ PMI client */
+
+/* The client of src/boot/pmi.c against answers written beforehand; what
+ * it sent is returned in sent (NUL-terminated). */
+static void pmi_script(int version, const char *answers, size_t alen, int *node_of, char *val, size_t vcap,
+                       char *sent, size_t scap, kn_launcher_t **out)
+{
+    int sv[2];
+    KN_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    KN_CHECK(write(sv[1], answers, alen) == (ssize_t)alen);
+    KN_CHECK(shutdown(sv[1], SHUT_WR) == 0);
+    char fd[16];
+    snprintf(fd, sizeof(fd), "%d", sv[0]);
+    setenv("PMI_FD", fd, 1);
+    setenv("PMI_RANK", "1", 1);
+    setenv("PMI_SIZE", "3", 1);
+    kn_launcher_t *l = &kn_launch_pmi;
+    l->version = version;
+    char why[512] = "";
+    KN_CHECK_EQ(l->init(l, why, sizeof(why)), KNIT_OK);
+    KN_CHECK_EQ(l->rank, 1);
+    KN_CHECK_EQ(l->size, 3);
+    KN_CHECK_EQ(l->nodes(l, node_of, why, sizeof(why)), KNIT_OK);
+    KN_CHECK_EQ(l->put(l, "knit.job", "a!b!c"), KNIT_OK);
+    KN_CHECK_EQ(l->fence(l), KNIT_OK);
+    KN_CHECK_EQ(l->get(l, 0, "knit.job", val, vcap), KNIT_OK);
+    KN_CHECK_EQ(l->get(l, 0, "missing", why, sizeof(why)), KNIT_ERR_NOT_FOUND);
+    l->finalize(l);
+    close(sv[0]);
+    ssize_t n = read(sv[1], sent, scap - 1);
+    sent[n > 0 ? n : 0] = '\0';
+    close(sv[1]);
+    unsetenv("PMI_FD");
+    unsetenv("PMI_RANK");
+    unsetenv("PMI_SIZE");
+    *out = l;
+}
+
+KN_TEST(pmi1_client)
+{
+    static const char answers[] = "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n"
+                                  "cmd=my_kvsname kvsname=kvs_7_0 rc=0\n"
+                                  "cmd=get_result rc=0 value=(vector,(0,3,1))\n"
+                                  "cmd=put_result rc=0 msg=success\n"
+                                  "cmd=barrier_out\n"
+                                  "cmd=get_result rc=0 value=a!b!c\n"
+                                  "cmd=get_result rc=-1 msg=key_missing_not_found\n"
+                                  "cmd=finalize_ack\n";
+    int node_of[3];
+    char val[64], sent[2048];
+    kn_launcher_t *l;
+    /* asked for version 2 first, the server answers in 1: knit speaks 1 */
+    pmi_script(0, answers, sizeof(answers) - 1, node_of, val, sizeof(val), sent, sizeof(sent), &l);
+    KN_CHECK_EQ(l->version, 1);
+    KN_CHECK(node_of[0] == 0 && node_of[1] == 1 && node_of[2] == 2);
+    KN_CHECK_STR(val, "a!b!c");
+    KN_CHECK_STR(sent, "cmd=init pmi_version=2 pmi_subversion=0\n"
+                       "cmd=get_my_kvsname\n"
+                       "cmd=get kvsname=kvs_7_0 key=PMI_process_mapping\n"
+                       "cmd=put kvsname=kvs_7_0 key=knit.job value=a!b!c\n"
+                       "cmd=barrier_in\n"
+                       "cmd=get kvsname=kvs_7_0 key=knit.job\n"
+                       "cmd=get kvsname=kvs_7_0 key=missing\n"
+                       "cmd=finalize\n");
+}
+
+KN_TEST(pmi2_client)
+{
+    static const char answers[] = "cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n"
+                                  "55    cmd=fullinit-response;rc=0;pmi-version=2;rank=1;size=3;"
+                                  "76    cmd=info-getjobattr-response;rc=0;found=TRUE;value=(vector,(0,1,2),(1,1,1));"
+                                  "26    cmd=kvs-put-response;rc=0;"
+                                  "28    cmd=kvs-fence-response;rc=0;"
+                                  "50    cmd=kvs-get-response;rc=0;found=TRUE;value=a!b;;c;"
+                                  "38    cmd=kvs-get-response;rc=0;found=FALSE;"
+                                  "27    cmd=finalize-response;rc=0;";
+    int node_of[3];
+    char val[64], sent[2048];
+    kn_launcher_t *l;
+    setenv("PMI_JOBID", "7.0", 1);
+    pmi_script(2, answers, sizeof(answers) - 1, node_of, val, sizeof(val), sent, sizeof(sent), &l);
+    unsetenv("PMI_JOBID");
+    KN_CHECK_EQ(l->version, 2);
+    KN_CHECK(node_of[0] == 0 && node_of[1] == 0 && node_of[2] == 1);
+    KN_CHECK_STR(val, "a!b;c");
+    KN_CHECK_STR(sent, "cmd=init pmi_version=2 pmi_subversion=0\n"
+                       "51    cmd=fullinit;pmijobid=7.0;pmirank=1;threaded=FALSE;"
+                       "44    cmd=info-getjobattr;key=PMI_process_mapping;"
+                       "37    cmd=kvs-put;key=knit.job;value=a!b!c;"
+                       "14    cmd=kvs-fence;"
+                       "33    cmd=kvs-get;srcid=0;key=knit.job;"
+                       "32    cmd=kvs-get;srcid=0;key=missing;"
+                       "13    cmd=finalize;");
 }
