@@ -6,7 +6,7 @@
 #    libknitmpi; mpif.h and mpi.mod in $(BUILD)/include;
 #  - the wrappers knitfort (also mpif90, mpifort) and knitc++ (also mpicxx,
 #    mpic++), from tools/knitcc.in like knitcc;
-#  - the test programs of tests/fortran and the applications bench/stencil3d.f90
+#  - the test programs of tests/fortran and the applications bench/stencil3d.f90, cg3d.f90
 #    and bench/ring.cpp, built with those wrappers.
 
 FC  ?= gfortran
@@ -91,21 +91,22 @@ $(BUILD)/tests/fortran/%: tests/fortran/%.cpp $(CXX_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(BUILD)/bin/knitc++ -O2 -g -std=c++17 -Wall -Wextra -Werror -pedantic -o $@ $<
 
-# the applications (bench/): a Fortran 3-D stencil, a C++ ring
-$(BUILD)/bench/stencil3d: bench/stencil3d.f90 $(FORT_LINK)
-	@mkdir -p $(@D)/mod-stencil3d
-	$(Q)$(BUILD)/bin/knitfort -O2 -g -Wall -Werror -J$(@D)/mod-stencil3d -o $@ $<
+# the applications (bench/): a Fortran 3-D stencil and CG kernel, a C++ ring
+$(BUILD)/bench/stencil3d $(BUILD)/bench/cg3d: $(BUILD)/bench/%: bench/%.f90 $(FORT_LINK)
+	@mkdir -p $(@D)/mod-$*
+	$(Q)$(BUILD)/bin/knitfort -O2 -g -Wall -Werror -J$(@D)/mod-$* -o $@ $<
 $(BUILD)/bench/ring: bench/ring.cpp $(CXX_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(BUILD)/bin/knitc++ -O2 -g -std=c++17 -Wall -Wextra -Werror -o $@ $<
 
 ALL_TARGETS += $(FORT_LINK) $(CXX_LINK) $(BUILD)/bin/mpif90 $(BUILD)/bin/mpifort $(BUILD)/bin/mpicxx \
 	$(BUILD)/bin/mpic++ $(FORT_TEST_BINS) $(CXX_TEST_BINS) \
-	$(if $(wildcard bench/stencil3d.f90),$(BUILD)/bench/stencil3d) $(if $(wildcard bench/ring.cpp),$(BUILD)/bench/ring)
+	$(BUILD)/bench/stencil3d $(BUILD)/bench/cg3d $(BUILD)/bench/ring
 
-# the stencil side by side with Open MPI and MPICH (bench/fortran.py,
-# docs/perf/fortran.md)
+# the stencil and the CG kernel side by side with Open MPI and MPICH
+# (bench/fortran.py, docs/perf/fortran.md)
 FORTRAN_BENCH_ARGS ?=
 .PHONY: bench-fortran
 bench-fortran: all
 	$(Q)python3 bench/fortran.py --build $(BUILD) $(FORTRAN_BENCH_ARGS)
+	$(Q)python3 bench/fortran.py --prog cg3d --n 32 --build $(BUILD) $(FORTRAN_BENCH_ARGS)

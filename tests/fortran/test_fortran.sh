@@ -2,7 +2,7 @@
 # Fortran and C++ (docs/mpi.md, "Fortran and C++"): the programs of
 # tests/fortran (use mpi: f_p2p, f_coll; include 'mpif.h', fixed form:
 # f_fixed) at 1 to 4 ranks on one node and on two emulated nodes; the
-# applications bench/stencil3d (Fortran) and bench/ring (C++); the
+# applications bench/stencil3d and bench/cg3d (Fortran) and bench/ring (C++); the
 # wrappers' options and their refusals; the binding's generator against
 # mpi.h; and an installed tree building the programs with its own
 # mpif90 / mpicxx.  Lines: PASS/FAIL/SKIP.
@@ -47,6 +47,8 @@ for prog in f_p2p f_coll f_fixed; do
 done
 app stencil3d.n4 -n 4 "$BENCH/stencil3d" 20 8
 app stencil3d.n3.nodes2 -n 3 --nodes 2 "$BENCH/stencil3d" 17 5
+app cg3d.n4 -n 4 "$BENCH/cg3d" 16 40
+app cg3d.n4.nodes2 -n 4 --nodes 2 "$BENCH/cg3d" 16 40
 app ring.n3 -n 3 "$BENCH/ring" 1000 3
 app ring.n4.nodes2 -n 4 --nodes 2 "$BENCH/ring" 100 2
 
