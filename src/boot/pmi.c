@@ -182,23 +182,10 @@ static int handshake(int want)
     return atoi(v);
 }
 
-static int env_num(const char *name, int *out)
-{
-    const char *v = getenv(name);
-    char *end;
-    if (!v)
-        return -1;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < 0 || x > 1 << 30)
-        return -1;
-    *out = (int)x;
-    return 0;
-}
-
 static knit_status_t pmi_init(kn_launcher_t *l, char *why, size_t len)
 {
-    if (env_num("PMI_FD", &P.fd) < 0 || env_num("PMI_RANK", &l->rank) < 0 || env_num("PMI_SIZE", &l->size) < 0 ||
-        l->size < 1 || l->rank >= l->size) {
+    if (kn_env_count("PMI_FD", 1 << 30, &P.fd) < 1 || kn_env_count("PMI_RANK", 1 << 30, &l->rank) < 1 ||
+        kn_env_count("PMI_SIZE", 1 << 30, &l->size) < 1 || l->size < 1 || l->rank >= l->size) {
         snprintf(why, len, "PMI_FD=%s PMI_RANK=%s PMI_SIZE=%s: not a PMI launcher's environment",
                  getenv("PMI_FD") ? getenv("PMI_FD") : "(unset)", getenv("PMI_RANK") ? getenv("PMI_RANK") : "(unset)",
                  getenv("PMI_SIZE") ? getenv("PMI_SIZE") : "(unset)");

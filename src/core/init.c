@@ -31,18 +31,12 @@ static kn_boot_t *failed_boot;
 
 static int env_int(const char *name, int def, int *ok)
 {
-    const char *v = getenv(name);
-    if (!v)
-        return def;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || end == v || x < 0 || x > 1 << 30) {
-        kn_error("%s: invalid value '%s' (expected a non-negative integer)", name, v);
+    int x = def, r = kn_env_count(name, 1 << 30, &x);
+    if (r < 0) {
+        kn_error("%s: invalid value '%s' (expected a non-negative integer)", name, getenv(name));
         *ok = 0;
-        return def;
     }
-    return (int)x;
+    return r == 1 ? x : def;
 }
 
 knit_status_t kn_ctx_set_geometry(knit_ctx_t *ctx, const char *sizes, int size)

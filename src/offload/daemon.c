@@ -698,17 +698,10 @@ static void net_fatal(void *arg, const char *msg)
     exit(1);
 }
 
+/* 0, or -1 where unset or not a count */
 static int env_num(const char *name, int *out)
 {
-    const char *v = getenv(name);
-    char *end;
-    if (!v)
-        return -1;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < 0 || x > 1 << 24)
-        return -1;
-    *out = (int)x;
-    return 0;
+    return kn_env_count(name, 1 << 24, out) == 1 ? 0 : -1;
 }
 
 knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)

@@ -100,6 +100,18 @@ knit_status_t kn_parse_int(const char *s, int64_t *out)
     return KNIT_OK;
 }
 
+int kn_env_count(const char *name, int max, int *out)
+{
+    const char *v = getenv(name);
+    int64_t x;
+    if (!v)
+        return 0;
+    if (kn_parse_int(v, &x) != KNIT_OK || x < 0 || x > max)
+        return -1;
+    *out = (int)x;
+    return 1;
+}
+
 knit_status_t kn_parse_bool(const char *s, int *out)
 {
     static const char *const yes[] = {"1", "yes", "on", "true", "y"};

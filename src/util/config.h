@@ -57,6 +57,9 @@ knit_status_t kn_parse_size(const char *text, uint64_t *out);
 knit_status_t kn_parse_time(const char *text, uint64_t *out_ns);
 knit_status_t kn_parse_int(const char *text, int64_t *out);
 knit_status_t kn_parse_bool(const char *text, int *out);
+/* A job variable (util/env.h, PMI_RANK ...) holding a count: 1 with *out
+ * set when it is a decimal in 0..max, 0 when unset, -1 otherwise. */
+int kn_env_count(const char *name, int max, int *out);
 /* index of text in "a|b|c", or KNIT_ERR_INVAL */
 knit_status_t kn_parse_enum(const char *choices, const char *text, int *out);
 
