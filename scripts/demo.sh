@@ -2,7 +2,8 @@
 # make run: a short tour of knit on two emulated nodes of this machine.
 #   1. knitrun places 4 ranks on 2 nodes; each says where it runs
 #   2. point-to-point: latency and bandwidth within a node and between nodes
-#   3. an ordinary MPI program built with knitcc, run by knitrun
+#   3. an ordinary MPI program built with knitcc, run by knitrun (and by
+#      MPICH's mpiexec, where it is installed)
 #   4. offload: a module loaded into the per-node agents and called
 #   5. one-sided: strided put, get, accumulate and an atomic to a rank on
 #      the other node while it computes without calling knit
@@ -43,6 +44,11 @@ show "knitcc -O2 -o $BUILD/examples/pi examples/pi.c -lm"
 "$B/bin/knitcc" -O2 -o "$B/examples/pi" "$ROOT/examples/pi.c" -lm || { echo "demo: knitcc failed"; exit 1; }
 show "knitrun -n 4 --nodes 2 $BUILD/examples/pi"
 "$KNITRUN" -n 4 --nodes 2 "$B/examples/pi" || { echo "demo: the MPI job failed"; exit 1; }
+if command -v mpiexec.mpich >/dev/null; then
+    # the same binary under a cluster's launcher (docs/knitrun.md, Other launchers)
+    show "mpiexec.mpich -n 4 $BUILD/examples/pi      # MPICH's launcher, knit's MPI (PMI-2)"
+    mpiexec.mpich -n 4 "$B/examples/pi" || { echo "demo: the job under mpiexec.mpich failed"; exit 1; }
+fi
 
 if [ -x "$B/tests/job/offload_test" ] && [ -f "$B/modules/echo.so" ]; then
     step "4. offload: the echo module in every node's agent"
