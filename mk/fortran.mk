@@ -109,4 +109,5 @@ FORTRAN_BENCH_ARGS ?=
 .PHONY: bench-fortran
 bench-fortran: all
 	$(Q)python3 bench/fortran.py --build $(BUILD) $(FORTRAN_BENCH_ARGS)
-	$(Q)python3 bench/fortran.py --prog cg3d --n 32 --build $(BUILD) $(FORTRAN_BENCH_ARGS)
+	$(Q)python3 bench/fortran.py --n 32 --iters 1000 --build $(BUILD) $(FORTRAN_BENCH_ARGS)
+	$(Q)python3 bench/fortran.py --prog cg3d --n 32 --iters 500 --build $(BUILD) $(FORTRAN_BENCH_ARGS)
