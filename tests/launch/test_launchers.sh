@@ -149,6 +149,14 @@ run "${FAKE[@]}" "$J/rma_test"
 expect_ok launch.fake_pmi.two_nodes.rma sweep
 run "${FAKE[@]}" "$J/dsm_test"
 expect_ok launch.fake_pmi.two_nodes.dsm same
+# OpenMP across the two nodes (komp: one process per node, two threads each)
+if "$ROOT/$BUILD/bin/knitcc" -fopenmp -O2 -o "$TMP/omp_critical" "$ROOT/tests/omp/omp_critical.c" 2>"$TMP/cc"; then
+    run python3 "$LAUNCH/fake_pmi.py" -n 2 --mapping "(vector,(0,2,1))" -- env OMP_NUM_THREADS=2 "$TMP/omp_critical"
+    if [ "$RC" -eq 0 ] && [ "$(tail -n 1 "$OUT")" = ok ]; then pass launch.fake_pmi.two_nodes.openmp
+    else fail launch.fake_pmi.two_nodes.openmp "status $RC, stderr '$(tail -n 3 "$ERR" | tr '\n' '|')'"; fi
+else
+    fail launch.fake_pmi.two_nodes.openmp "knitcc -fopenmp: $(tr '\n' '|' <"$TMP/cc")"
+fi
 left launch.fake_pmi.two_nodes
 fails fake_pmi2 python3 "$LAUNCH/fake_pmi.py" -n 4 --mapping "(vector,(0,2,2))" --
 run python3 "$LAUNCH/fake_pmi.py" -n 4 --mapping "(vector,(0,2,1))" -- "$PROG" ok
