@@ -4,6 +4,10 @@
  *   launch_mpi ok            point-to-point (eager and rendezvous sizes
  *                            around a ring), collectives, a split; prints
  *                            "ok <launcher's rank> of <size> on <nodes> nodes"
+ *   launch_mpi late S        the launcher's rank 1 calls MPI_Init S seconds
+ *                            after the others, then as ok
+ *   launch_mpi long S        as ok, with S seconds between MPI_Init and the
+ *                            work (a job longer than KNIT_BOOT_TIMEOUT)
  *   launch_mpi MODE TARGET   every rank records its pid in $LAUNCH_DIR and
  *                            meets the others; then rank TARGET fails by
  *                            MODE (kill: SIGKILL itself, abort: MPI_Abort
@@ -71,13 +75,28 @@ static int all_ok(int rank, int size)
     return leaders;
 }
 
+/* The launcher's rank, before MPI_Init: PMI, PMIx or Slurm's variable. */
+static int launcher_rank(void)
+{
+    const char *names[] = {"PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (getenv(names[i]))
+            return atoi(getenv(names[i]));
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
+    int late = argc > 2 && !strcmp(argv[1], "late"), lng = argc > 2 && !strcmp(argv[1], "long");
+    if (late && launcher_rank() == 1)
+        usleep((useconds_t)(atof(argv[2]) * 1e6));
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc > 1 && !strcmp(argv[1], "ok")) {
+    if (lng)
+        usleep((useconds_t)(atof(argv[2]) * 1e6));
+    if (argc > 1 && (!strcmp(argv[1], "ok") || late || lng)) {
         int nodes = all_ok(rank, size);
         printf("ok %d of %d on %d nodes\n", rank, size, nodes);
         MPI_Finalize();

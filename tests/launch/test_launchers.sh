@@ -159,6 +159,13 @@ else
 fi
 left launch.fake_pmi.two_nodes
 fails fake_pmi2 python3 "$LAUNCH/fake_pmi.py" -n 4 --mapping "(vector,(0,2,2))" --
+# KNIT_BOOT_TIMEOUT bounds each process's own waits at start, never the
+# job: a rank that calls MPI_Init 2.5 s after the others, and a job that
+# runs 2.5 s, with a bound of 1 s
+for m in late long; do
+    KNIT_BOOT_TIMEOUT=1s run "${FAKE[@]}" "$PROG" $m 2.5
+    ok_lines "launch.fake_pmi.boot_timeout_$m" 4 2
+done
 run python3 "$LAUNCH/fake_pmi.py" -n 4 --mapping "(vector,(0,2,1))" -- "$PROG" ok
 if [ "$RC" -ne 0 ] && grep -q "numbered consecutively" "$ERR"; then pass launch.fake_pmi.cyclic_refused
 else fail launch.fake_pmi.cyclic_refused "status $RC, stderr '$(tail -n 3 "$ERR" | tr '\n' '|')'"; fi
