@@ -42,26 +42,19 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define MAX_DAEMONS 64
 
 extern char **environ;
 
 static struct {
     kn_launcher_t *l;
-    int kind;
     pid_t serve;         /* rank 0: knitrun --serve */
     int serve_in;        /* its stdin, open while we live */
-    pid_t daemons[MAX_DAEMONS];
+    pid_t daemons[KN_TREE_LEVELS + 1];
     int ndaemons;
     pthread_t watcher;
     int wake[2];         /* tells the watcher to stop */
     int watching;
 } L = {.serve_in = -1, .wake = {-1, -1}};
-
-const char *kn_launch_name(void)
-{
-    return kn_launch_kind_name(L.kind);
-}
 
 int kn_launch_active(void)
 {
@@ -197,25 +190,19 @@ static knit_status_t start_serve(const char *sizes, int size, char *line, size_t
     return KNIT_OK;
 }
 
-/* The node's first rank: its agent, and the switches that run beside it. */
-static knit_status_t start_daemons(int node, int nnodes)
+/* The node's first rank: its agent, and the switches that run beside it
+ * (at most one per level of the tree: KN_TREE_LEVELS + 1 in all). */
+static knit_status_t start_daemons(int node, const kn_tree_t *tree)
 {
-    kn_tree_t tree;
-    if (kn_tree_init(&tree, nnodes, (int)kn_cfg.switch_fanin) < 0) {
-        kn_error("KNIT_SWITCH_FANIN=%lld: must be at least 2", (long long)kn_cfg.switch_fanin);
-        return KNIT_ERR_INVAL;
-    }
     char agent[PATH_MAX], sw[PATH_MAX];
     if (find_tool("knit-agent", agent, sizeof(agent)) < 0 || find_tool("knit-switch", sw, sizeof(sw)) < 0) {
         kn_error("cannot start the offload daemons: knit-agent or knit-switch is not beside libknit "
                  "(../bin) nor on PATH (KNIT_OFFLOAD=0 runs without them)");
         return KNIT_ERR_NOT_FOUND;
     }
-    for (int s = -1; s < tree.nswitches; s++) {
-        if (s >= 0 && kn_tree_switch_node(&tree, s) != node)
+    for (int s = -1; s < tree->nswitches; s++) {
+        if (s >= 0 && kn_tree_switch_node(tree, s) != node)
             continue;
-        if (L.ndaemons == MAX_DAEMONS)
-            break;
         char e_sw[32];
         snprintf(e_sw, sizeof(e_sw), "%s=%d", KN_ENV_SWITCH, s);
         char *argv[] = {s < 0 ? agent : sw, NULL}, *extra[] = {s < 0 ? NULL : e_sw, NULL};
@@ -273,15 +260,16 @@ static knit_status_t number_nodes(const int *lnode, int size, int *node_of, int 
 knit_status_t kn_launch_start(void)
 {
     char why[512] = "";
-    knit_status_t st = kn_launch_detect(&L.kind, why, sizeof(why));
+    int kind;
+    knit_status_t st = kn_launch_detect(&kind, why, sizeof(why));
     if (st != KNIT_OK) {
         kn_error("%s", why);
         return st;
     }
-    if (L.kind == KN_BOOTSTRAP_KNITRUN || L.kind == KN_BOOTSTRAP_NONE)
+    if (kind == KN_BOOTSTRAP_KNITRUN || kind == KN_BOOTSTRAP_NONE)
         return KNIT_OK;
-    kn_launcher_t *l = L.kind == KN_BOOTSTRAP_PMIX ? &kn_launch_pmix : &kn_launch_pmi;
-    l->version = L.kind == KN_BOOTSTRAP_PMI1 ? 1 : L.kind == KN_BOOTSTRAP_PMI2 ? 2 : 0;
+    kn_launcher_t *l = kind == KN_BOOTSTRAP_PMIX ? &kn_launch_pmix : &kn_launch_pmi;
+    l->version = kind == KN_BOOTSTRAP_PMI1 ? 1 : kind == KN_BOOTSTRAP_PMI2 ? 2 : 0;
     l->rank = -1;
     st = l->init(l, why, sizeof(why));
     if (l->rank >= 0)
@@ -338,21 +326,25 @@ knit_status_t kn_launch_start(void)
     for (int r = first; r < size && node_of[r] == node; r++)
         local_size++;
     kn_tree_t tree;
-    int nsw = kn_tree_init(&tree, nnodes, (int)kn_cfg.switch_fanin) == 0 ? tree.nswitches : 1;
-    int here = 1;
-    for (int s = 0; s < nsw; s++)
+    if (kn_tree_init(&tree, nnodes, (int)kn_cfg.switch_fanin) < 0) {
+        kn_error("KNIT_SWITCH_FANIN=%lld: must be at least 2", (long long)kn_cfg.switch_fanin);
+        st = KNIT_ERR_INVAL;
+        goto out;
+    }
+    int here = 1; /* the agent, and the switches beside it */
+    for (int s = 0; s < tree.nswitches; s++)
         here += kn_tree_switch_node(&tree, s) == node;
     if (set(KN_ENV_RANK, "%d", rank) || set(KN_ENV_SIZE, "%d", size) || set(KN_ENV_NODE, "%d", node) ||
         set(KN_ENV_NNODES, "%d", nnodes) || set(KN_ENV_LOCAL_RANK, "%d", rank - first) ||
         set(KN_ENV_LOCAL_SIZE, "%d", local_size) || set(KN_ENV_NODE_SIZES, "%s", sizes) ||
         set(KN_ENV_JOBID, "%s", jobid) || set(KN_ENV_COOKIE, "%s", cookie) || set(KN_ENV_BOOT_ADDR, "%s", addrs) ||
-        set(KN_ENV_HOST_PROCS, "%d", local_size) || set(KN_ENV_NSWITCHES, "%d", nsw) ||
+        set(KN_ENV_HOST_PROCS, "%d", local_size) || set(KN_ENV_NSWITCHES, "%d", tree.nswitches) ||
         set(KN_ENV_HOST_DAEMONS, "%d", kn_cfg.offload ? here : 0)) {
         st = KNIT_ERR_NOMEM;
         goto out;
     }
     if (kn_cfg.offload && rank == first)
-        st = start_daemons(node, nnodes);
+        st = start_daemons(node, &tree);
 out:
     free(lnode);
     free(node_of);

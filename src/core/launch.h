@@ -15,8 +15,7 @@
  * knit_init reads.  Nothing for knitrun's processes and singletons.
  */
 knit_status_t kn_launch_start(void);
-/* Which launcher started us (after kn_launch_start): "knitrun", "PMIx", ... */
-const char *kn_launch_name(void);
+/* Whether another launcher started us (after kn_launch_start). */
 int kn_launch_active(void);
 /* Watch the store connection: should it close before knit_finalize
  * (knit's store ended the job, or rank 0 died), end the job through the

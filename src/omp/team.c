@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "dsm/dsm_int.h"
+#include "util/time.h"
 #include "omp/komp.h"
 #include "util/compiler.h"
 
@@ -517,9 +518,7 @@ void omp_get_schedule(int *kind, int *chunk)
 
 double omp_get_wtime(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return kn_time_sec();
 }
 
 double omp_get_wtick(void)

@@ -13,14 +13,6 @@ static void reset(void)
         count[i] = 0, owner[i] = -1;
 }
 
-static void check_once(const char *what)
-{
-    for (int i = 0; i < N; i++) {
-        CHECK(count[i] == 1, "%s: iteration %d ran %d times", what, i, count[i]);
-        count[i] = 0;
-    }
-}
-
 int main(void)
 {
     long expect = 0;
@@ -34,7 +26,7 @@ int main(void)
         count[i]++;
         s0 += work(i) + 2 * i;
     }
-    check_once("dynamic");
+    check_once_each(count, N, "dynamic");
     CHECK(s0 == expect, "dynamic: sum %ld, expected %ld", s0, expect);
     printf("schedule(dynamic): %d iterations once each, sum %ld\n", N, s0);
 
@@ -46,7 +38,7 @@ int main(void)
             s1 += work(i) + 2 * i;
         }
 #pragma omp master
-        check_once("dynamic,1");
+        check_once_each(count, N, "dynamic,1");
 #pragma omp barrier
 #pragma omp for schedule(dynamic, 7) reduction(+ : s7)
         for (int i = 0; i < N; i++) {
@@ -57,7 +49,7 @@ int main(void)
     }
     CHECK(s1 == expect, "dynamic,1: sum %ld, expected %ld", s1, expect);
     printf("schedule(dynamic, 1): %d iterations once each, sum %ld\n", N, s1);
-    check_once("dynamic,7");
+    check_once_each(count, N, "dynamic,7");
     CHECK(s7 == expect, "dynamic,7: sum %ld, expected %ld", s7, expect);
     for (int i = 0; i < N; i++)
         CHECK(owner[i] == owner[i - i % 7], "dynamic,7: iteration %d by thread %d, its chunk's first by %d", i, owner[i], owner[i - i % 7]);

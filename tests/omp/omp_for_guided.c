@@ -6,14 +6,6 @@
 #define N 2000
 static int count[N];
 
-static void check_once(const char *what)
-{
-    for (int i = 0; i < N; i++) {
-        CHECK(count[i] == 1, "%s: iteration %d ran %d times", what, i, count[i]);
-        count[i] = 0;
-    }
-}
-
 int main(void)
 {
     long expect = 0;
@@ -25,7 +17,7 @@ int main(void)
         count[i]++;
         g += work(i) + i;
     }
-    check_once("guided");
+    check_once_each(count, N, "guided");
     CHECK(g == expect, "guided: sum %ld, expected %ld", g, expect);
     printf("schedule(guided): %d iterations once each, sum %ld\n", N, g);
 #pragma omp parallel for schedule(guided, 5) reduction(+ : g5)
@@ -33,7 +25,7 @@ int main(void)
         count[i]++;
         g5 += work(i) + i;
     }
-    check_once("guided,5");
+    check_once_each(count, N, "guided,5");
     CHECK(g5 == expect, "guided,5: sum %ld, expected %ld", g5, expect);
     printf("schedule(guided, 5): %d iterations once each, sum %ld\n", N, g5);
 #pragma omp parallel for schedule(guided, 2) reduction(+ : gneg)

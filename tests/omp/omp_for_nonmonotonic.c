@@ -9,14 +9,6 @@
 static int count[N];
 static int last[MAXT];
 
-static void check_once(const char *what)
-{
-    for (int i = 0; i < N; i++) {
-        CHECK(count[i] == 1, "%s: iteration %d ran %d times", what, i, count[i]);
-        count[i] = 0;
-    }
-}
-
 int main(void)
 {
     long expect = 0;
@@ -28,7 +20,7 @@ int main(void)
         count[i]++;
         s[0] += work(i) + i;
     }
-    check_once("nonmonotonic:dynamic");
+    check_once_each(count, N, "nonmonotonic:dynamic");
     printf("schedule(nonmonotonic: dynamic): each once, sum %ld\n", s[0]);
 #pragma omp parallel
     {
@@ -38,7 +30,7 @@ int main(void)
             s[1] += work(i) + i;
         }
 #pragma omp master
-        check_once("nonmonotonic:dynamic,5");
+        check_once_each(count, N, "nonmonotonic:dynamic,5");
 #pragma omp barrier
 #pragma omp for schedule(nonmonotonic : guided) reduction(+ : s[2])
         for (int i = 0; i < N; i++) {
@@ -47,7 +39,7 @@ int main(void)
         }
     }
     printf("schedule(nonmonotonic: dynamic, 5): each once, sum %ld\n", s[1]);
-    check_once("nonmonotonic:guided");
+    check_once_each(count, N, "nonmonotonic:guided");
     printf("schedule(nonmonotonic: guided): each once, sum %ld\n", s[2]);
     for (int t = 0; t < MAXT; t++)
         last[t] = -1;
@@ -61,14 +53,14 @@ int main(void)
         s[3] += work(i) + i;
     }
     REPORT("monotonic:dynamic,3");
-    check_once("monotonic:dynamic,3");
+    check_once_each(count, N, "monotonic:dynamic,3");
     printf("schedule(monotonic: dynamic, 3): each once, each thread's iterations increasing, sum %ld\n", s[3]);
 #pragma omp parallel for schedule(monotonic : static) reduction(+ : s[4])
     for (int i = 0; i < N; i++) {
         count[i]++;
         s[4] += work(i) + i;
     }
-    check_once("monotonic:static");
+    check_once_each(count, N, "monotonic:static");
     printf("schedule(monotonic: static): each once, sum %ld\n", s[4]);
     for (int k = 0; k < 5; k++)
         CHECK(s[k] == expect, "loop %d: sum %ld, expected %ld", k, s[k], expect);

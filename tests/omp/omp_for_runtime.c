@@ -7,14 +7,6 @@
 #define N 1500
 static int count[N];
 
-static void check_once(const char *what)
-{
-    for (int i = 0; i < N; i++) {
-        CHECK(count[i] == 1, "%s: iteration %d ran %d times", what, i, count[i]);
-        count[i] = 0;
-    }
-}
-
 int main(void)
 {
     long expect = 0;
@@ -26,7 +18,7 @@ int main(void)
         count[i]++;
         a += work(i) + i;
     }
-    check_once("parallel for runtime");
+    check_once_each(count, N, "parallel for runtime");
     CHECK(a == expect, "parallel for runtime: sum %ld, expected %ld", a, expect);
     printf("parallel for schedule(runtime): %d iterations once each, sum %ld\n", N, a);
 #pragma omp parallel
@@ -37,7 +29,7 @@ int main(void)
             b += work(i) + i;
         }
 #pragma omp master
-        check_once("for runtime (1)");
+        check_once_each(count, N, "for runtime (1)");
 #pragma omp barrier
 #pragma omp for schedule(runtime) reduction(+ : c)
         for (int i = N - 1; i >= 0; i--) {
@@ -45,7 +37,7 @@ int main(void)
             c += work(i) + i;
         }
     }
-    check_once("for runtime (2)");
+    check_once_each(count, N, "for runtime (2)");
     CHECK(b == expect && c == expect, "for runtime: sums %ld, %ld, expected %ld", b, c, expect);
     printf("for schedule(runtime) twice in a region: sums %ld, %ld\n", b, c);
     return OK();

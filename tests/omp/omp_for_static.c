@@ -14,12 +14,6 @@ static void reset(void)
         count[i] = 0, owner[i] = -1;
 }
 
-static void check_once(const char *what, int n)
-{
-    for (int i = 0; i < n; i++)
-        CHECK(count[i] == 1, "%s: iteration %d ran %d times", what, i, count[i]);
-}
-
 int main(void)
 {
     long sum = 0, expect = 0;
@@ -39,7 +33,7 @@ int main(void)
             sum += work(i) + i;
         }
     }
-    check_once("static", N);
+    check_once_each(count, N, "static");
     CHECK(sum == expect, "static: sum %ld, expected %ld", sum, expect);
     for (int i = 1; i < N; i++)
         CHECK(owner[i] >= owner[i - 1] && owner[i] < n, "static: iteration %d by thread %d after %d by %d", i, owner[i], i - 1, owner[i - 1]);
@@ -53,7 +47,7 @@ int main(void)
         owner[i] = omp_get_thread_num();
         sum += work(i) + i;
     }
-    check_once("static,3", N);
+    check_once_each(count, N, "static,3");
     CHECK(sum == expect, "static,3: sum %ld, expected %ld", sum, expect);
     for (int i = 0; i < N; i++)
         CHECK(owner[i] == (i / 3) % n, "static,3: iteration %d by thread %d, not %d", i, owner[i], (i / 3) % n);
@@ -77,7 +71,7 @@ int main(void)
         for (int i = 7; i < N; i += 13)
             strided += i;
     }
-    check_once("static, 3 iterations", 3);
+    check_once_each(count, 3, "static, 3 iterations");
     CHECK(count[3] == 0, "static: iteration 3 of 3 ran");
     CHECK(small == 6 && none == 0, "small %d, none %d", small, none);
     long es = 0;

@@ -52,5 +52,15 @@ static inline long work_value(long i)
     return x;
 }
 
+/* Serial code, after a loop that counted its iterations in count[0..n):
+ * each ran exactly once.  The counts go back to 0 for the next loop. */
+static inline void check_once_each(int *count, int n, const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        CHECK(count[i] == 1, "%s: iteration %d ran %d times", what, i, count[i]);
+        count[i] = 0;
+    }
+}
+
 #define OK() (puts("ok"), 0)
 #endif
