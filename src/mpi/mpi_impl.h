@@ -63,6 +63,13 @@ static inline void *kn_mpi_tbl_get(const kn_mpi_tbl_t *t, int h)
 /* Store obj under a new handle (reserved: a predefined index, or -1). */
 int kn_mpi_tbl_add(kn_mpi_tbl_t *t, void *obj, int idx);
 void kn_mpi_tbl_del(kn_mpi_tbl_t *t, int h);
+/* kn_mpi_tbl_del of a handle known to be live (the requests' hot path). */
+static inline void kn_mpi_tbl_del_live(kn_mpi_tbl_t *t, int h)
+{
+    int idx = h & 0xffffff;
+    t->slot[idx] = NULL;
+    t->free_idx[t->nfree++] = idx;
+}
 
 /* The requests' hot path: a released index when there is one. */
 static inline int kn_mpi_tbl_add_any(kn_mpi_tbl_t *t, void *obj)
@@ -465,7 +472,11 @@ typedef struct kn_mpi_fault {
 extern kn_mpi_fault_t kn_mpi_last_fault;
 void kn_mpi_status_empty(MPI_Status *st);
 void kn_mpi_status_from(MPI_Status *st, const kn_mpi_comm_t *c, const knit_msg_status_t *ks);
-int kn_mpi_result_class(knit_status_t r);
+/* the MPI result of a finished engine operation (a cancelled one succeeded) */
+static inline int kn_mpi_result_class(knit_status_t r)
+{
+    return r == KNIT_OK || r == KNIT_ERR_CANCELED ? MPI_SUCCESS : kn_mpi_class_of(r);
+}
 kn_mpi_req_t *kn_mpi_req_arg(MPI_Request h, const char *fn, int *err);
 int kn_mpi_req_finish(kn_mpi_req_t *r, const knit_msg_status_t *ks, knit_status_t res, MPI_Status *st,
                       MPI_Request *handle);

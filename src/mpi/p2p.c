@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mpi/mpi_impl.h"
+#include "util/compiler.h"
 #include "util/mem.h"
 
 /* ------------------------------------------------------------- statuses */
@@ -52,11 +53,6 @@ void kn_mpi_status_from(MPI_Status *st, const kn_mpi_comm_t *c, const knit_msg_s
     st->kn_cancelled = ks->error == KNIT_ERR_CANCELED;
 }
 
-/* the MPI result of a finished engine operation */
-int kn_mpi_result_class(knit_status_t r)
-{
-    return r == KNIT_ERR_CANCELED ? MPI_SUCCESS : kn_mpi_class_of(r);
-}
 
 static int raise_result(kn_mpi_comm_t *c, const char *fn, knit_status_t r, const knit_msg_status_t *ks)
 {
@@ -125,7 +121,7 @@ static int check_buf_type(kn_mpi_comm_t *c, const void *buf, int count, MPI_Data
     return MPI_SUCCESS;
 }
 
-static int check_send_args(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+static int check_send_full(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                            kn_mpi_comm_t **c, kn_mpi_type_t **t, const char *fn)
 {
     int err;
@@ -152,7 +148,7 @@ static int check_src_tag(kn_mpi_comm_t *c, int source, int tag, const char *fn)
     return MPI_SUCCESS;
 }
 
-static int check_recv_args(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, int source, int tag,
+static int check_recv_full(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, int source, int tag,
                            kn_mpi_comm_t **c, kn_mpi_type_t **t, const char *fn)
 {
     int err;
@@ -165,6 +161,58 @@ static int check_recv_args(MPI_Comm comm, const void *buf, int count, MPI_Dataty
     if ((err = check_buf_type(*c, buf, count, dt, t, fn)) != MPI_SUCCESS)
         return err;
     return check_src_tag(*c, source, tag, fn);
+}
+
+/*
+ * The argument checks of every send and receive call.  Arguments a
+ * program passes millions of times (a live communicator, a committed
+ * datatype, a buffer, a rank and tag in range) pass in one expression;
+ * anything else (MPI_PROC_NULL and the wildcards included) takes the full
+ * checks, which accept it or explain what is wrong.
+ */
+/* MPI is up, and no freed request waits to be reaped */
+static inline int hot_ready(void)
+{
+    return kn_likely(kn_mpi.initialized && !kn_mpi.finalized && !kn_mpi.detached);
+}
+
+static inline int hot_buf_type(const kn_mpi_type_t *t, const void *buf, int count)
+{
+    return t && t->committed && count >= 0 && !kn_mpi_bad_buffer(buf, count, t);
+}
+
+static inline int hot_send_args(const kn_mpi_comm_t *c, const kn_mpi_type_t *t, const void *buf, int count,
+                                int dest, int tag)
+{
+    return c && hot_buf_type(t, buf, count) && (unsigned)dest < (unsigned)c->size &&
+           (unsigned)tag <= KN_MPI_TAG_UB;
+}
+
+static inline int hot_recv_args(const kn_mpi_comm_t *c, const kn_mpi_type_t *t, const void *buf, int count,
+                                int source, int tag)
+{
+    return c && hot_buf_type(t, buf, count) && ((unsigned)source < (unsigned)c->size || source == MPI_ANY_SOURCE) &&
+           ((unsigned)tag <= KN_MPI_TAG_UB || tag == MPI_ANY_TAG);
+}
+
+static inline int check_send_args(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                                  kn_mpi_comm_t **c, kn_mpi_type_t **t, const char *fn)
+{
+    *c = kn_mpi_comm(comm);
+    *t = kn_mpi_type(dt);
+    if (kn_likely(hot_send_args(*c, *t, buf, count, dest, tag)))
+        return MPI_SUCCESS;
+    return check_send_full(comm, buf, count, dt, dest, tag, c, t, fn);
+}
+
+static inline int check_recv_args(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, int source, int tag,
+                                  kn_mpi_comm_t **c, kn_mpi_type_t **t, const char *fn)
+{
+    *c = kn_mpi_comm(comm);
+    *t = kn_mpi_type(dt);
+    if (kn_likely(hot_recv_args(*c, *t, buf, count, source, tag)))
+        return MPI_SUCCESS;
+    return check_recv_full(comm, buf, count, dt, source, tag, c, t, fn);
 }
 
 static inline int job_src(const kn_mpi_comm_t *c, int source)
@@ -336,15 +384,16 @@ int MPI_Buffer_detach(void *buffer_addr, int *size)
 
 static kn_mpi_req_t *req_pool;
 
-static kn_mpi_req_t *req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind)
+static inline __attribute__((always_inline)) kn_mpi_req_t *req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t,
+                                                                     int kind)
 {
     kn_mpi_req_t *r = req_pool;
-    if (r)
+    if (kn_likely(r != NULL))
         req_pool = r->next_detached;
     else if (!(r = malloc(sizeof(*r))))
         return NULL;
     int h = kn_mpi_tbl_add_any(&kn_mpi.reqs, r);
-    if (h < 0) {
+    if (kn_unlikely(h < 0)) {
         free(r);
         return NULL;
     }
@@ -369,12 +418,12 @@ static kn_mpi_req_t *req_new(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind)
     return r;
 }
 
-static void req_release(kn_mpi_req_t *r)
+static inline __attribute__((always_inline)) void req_release(kn_mpi_req_t *r)
 {
     if (r->tmp)
         free(r->tmp);
     if (r->handle)
-        kn_mpi_tbl_del(&kn_mpi.reqs, r->handle);
+        kn_mpi_tbl_del_live(&kn_mpi.reqs, r->handle);
     kn_mpi_type_unref(r->type);
     kn_mpi_comm_unref(r->comm);
     r->next_detached = req_pool;
@@ -464,8 +513,10 @@ int kn_mpi_req_finish(kn_mpi_req_t *r, const knit_msg_status_t *ks, knit_status_
     } else if (st) {
         *st = r->done_st;
     }
-    free(r->tmp);
-    r->tmp = NULL;
+    if (r->tmp) {
+        free(r->tmp);
+        r->tmp = NULL;
+    }
     r->active = 0;
     if (!r->persistent || r->freeing) {
         req_release(r);
@@ -515,7 +566,8 @@ void kn_mpi_reqs_fini(void)
 static int send_blocking(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                          unsigned flags, const char *fn)
 {
-    KN_MPI_READY();
+    if (!kn_mpi.initialized || kn_mpi.finalized)
+        return kn_mpi_not_ready(fn);
     kn_mpi_comm_t *c;
     kn_mpi_type_t *t;
     int err = check_send_args(comm, buf, count, datatype, dest, tag, &c, &t, fn);
@@ -541,6 +593,14 @@ static int send_blocking(const void *buf, int count, MPI_Datatype datatype, int 
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
+    kn_mpi_comm_t *c = kn_mpi_comm(comm); /* the hot path, as MPI_Isend's */
+    kn_mpi_type_t *t = kn_mpi_type(datatype);
+    if (hot_ready() && hot_send_args(c, t, buf, count, dest, tag) && t->contig) {
+        size_t len = (size_t)count * t->size;
+        const char *p = (const char *)buf + (len ? t->true_lb : 0);
+        knit_status_t st = knit_send(kn_mpi.ctx, p, len, c->ranks[dest], tag, c->ctx_id);
+        return kn_likely(st == KNIT_OK) ? MPI_SUCCESS : xfer_error(c, __func__, st, "", 1, p, len, c->ranks[dest]);
+    }
     return send_blocking(buf, count, datatype, dest, tag, comm, 0, __func__);
 }
 
@@ -566,12 +626,14 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
     return bsend_start(c, buf, count, t, dest, tag, __func__);
 }
 
-int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+static int recv_blocking(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                         MPI_Status *status, const char *fn)
 {
-    KN_MPI_READY();
+    if (!kn_mpi.initialized || kn_mpi.finalized)
+        return kn_mpi_not_ready(fn);
     kn_mpi_comm_t *c;
     kn_mpi_type_t *t;
-    int err = check_recv_args(comm, buf, count, datatype, source, tag, &c, &t, __func__);
+    int err = check_recv_args(comm, buf, count, datatype, source, tag, &c, &t, fn);
     if (err != MPI_SUCCESS)
         return err;
     if (source == MPI_PROC_NULL) {
@@ -595,11 +657,32 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
         free(tmp);
     }
     if (st != KNIT_OK && st != KNIT_ERR_TRUNCATE)
-        return xfer_error(c, __func__, st, "", 0, (char *)buf + (len ? t->true_lb : 0), len, ks.source);
+        return xfer_error(c, fn, st, "", 0, (char *)buf + (len ? t->true_lb : 0), len, ks.source);
     kn_mpi_status_from(status, c, &ks);
     if (st == KNIT_ERR_TRUNCATE && status)
         status->MPI_ERROR = MPI_ERR_TRUNCATE;
-    return raise_result(c, __func__, st, &ks);
+    return raise_result(c, fn, st, &ks);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    kn_mpi_comm_t *c = kn_mpi_comm(comm); /* the hot path, as MPI_Irecv's */
+    kn_mpi_type_t *t = kn_mpi_type(datatype);
+    if (hot_ready() && hot_recv_args(c, t, buf, count, source, tag) && t->contig) {
+        knit_msg_status_t ks = {.source = source == MPI_ANY_SOURCE ? -1 : c->ranks[source]};
+        size_t len = (size_t)count * t->size;
+        char *p = (char *)buf + (len ? t->true_lb : 0);
+        knit_status_t st = knit_recv(kn_mpi.ctx, p, len, job_src(c, source), tag, c->ctx_id, &ks);
+        if (kn_unlikely(st != KNIT_OK && st != KNIT_ERR_TRUNCATE))
+            return xfer_error(c, __func__, st, "", 0, p, len, ks.source);
+        kn_mpi_status_from(status, c, &ks);
+        if (kn_likely(st == KNIT_OK))
+            return MPI_SUCCESS;
+        if (status)
+            status->MPI_ERROR = MPI_ERR_TRUNCATE;
+        return raise_result(c, __func__, st, &ks);
+    }
+    return recv_blocking(buf, count, datatype, source, tag, comm, status, __func__);
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
@@ -726,7 +809,8 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
 static int isend_common(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                         MPI_Request *request, int mode, int persistent, const char *fn)
 {
-    KN_MPI_READY();
+    if (!kn_mpi.initialized || kn_mpi.finalized)
+        return kn_mpi_not_ready(fn);
     kn_mpi_comm_t *c;
     kn_mpi_type_t *t;
     int err = check_send_args(comm, buf, count, datatype, dest, tag, &c, &t, fn);
@@ -756,7 +840,8 @@ static int isend_common(const void *buf, int count, MPI_Datatype datatype, int d
 static int irecv_common(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                         MPI_Request *request, int persistent, const char *fn)
 {
-    KN_MPI_READY();
+    if (!kn_mpi.initialized || kn_mpi.finalized)
+        return kn_mpi_not_ready(fn);
     kn_mpi_comm_t *c;
     kn_mpi_type_t *t;
     int err = check_recv_args(comm, buf, count, datatype, source, tag, &c, &t, fn);
@@ -782,9 +867,60 @@ static int irecv_common(void *buf, int count, MPI_Datatype datatype, int source,
     return MPI_SUCCESS;
 }
 
+/*
+ * The hot path of MPI_Isend and MPI_Irecv (what message-rate and windowed
+ * bandwidth programs call millions of times): arguments that pass the
+ * checks' hot expression, a contiguous layout, a request at hand: filled
+ * in place and posted to the engine.  The rest (MPI_PROC_NULL, other
+ * layouts, detached requests to reap, errors) goes the general way.
+ *
+ * The communicator and datatype are looked up here and the full checks
+ * come only after a miss: the same path through check_send_args (which
+ * hands their addresses on) ran 9.8 instead of 13.8 Mmsg/s
+ * (bench/msgrate 8 B, 2 ranks, medians of 3 runs each).
+ */
+
+static inline int hot_post(kn_mpi_req_t *r, knit_status_t st, MPI_Request *request, const char *fn)
+{
+    if (kn_likely(st == KNIT_OK)) {
+        *request = r->handle;
+        return MPI_SUCCESS;
+    }
+    size_t len = (size_t)r->count * r->type->size;
+    int err = xfer_error(r->comm, fn, st, "", r->kind == KN_RQ_SEND, (char *)r->buf + (len ? r->type->true_lb : 0),
+                         len, r->peer >= 0 ? r->comm->ranks[r->peer] : -1);
+    req_release(r);
+    return err;
+}
+
+static inline kn_mpi_req_t *hot_req(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind, const void *buf, int count,
+                                    int peer, int tag)
+{
+    kn_mpi_req_t *r = req_new(c, t, kind);
+    if (kn_likely(r != NULL)) {
+        r->buf = (void *)buf;
+        r->count = count;
+        r->peer = peer;
+        r->tag = tag;
+        r->active = 1;
+    }
+    return r;
+}
+
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request)
 {
+    kn_mpi_comm_t *c = kn_mpi_comm(comm);
+    kn_mpi_type_t *t = kn_mpi_type(datatype);
+    if (hot_ready() && hot_send_args(c, t, buf, count, dest, tag) && t->contig && request) {
+        kn_mpi_req_t *r = hot_req(c, t, KN_RQ_SEND, buf, count, dest, tag);
+        if (kn_likely(r != NULL)) {
+            size_t len = (size_t)count * t->size;
+            knit_status_t st = knit_isend_flags(kn_mpi.ctx, (const char *)buf + (len ? t->true_lb : 0), len,
+                                                c->ranks[dest], tag, c->ctx_id, 0, &r->kr);
+            return hot_post(r, st, request, __func__);
+        }
+    }
     return isend_common(buf, count, datatype, dest, tag, comm, request, KN_MODE_STD, 0, __func__);
 }
 
@@ -809,6 +945,17 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Request *request)
 {
+    kn_mpi_comm_t *c = kn_mpi_comm(comm);
+    kn_mpi_type_t *t = kn_mpi_type(datatype);
+    if (hot_ready() && hot_recv_args(c, t, buf, count, source, tag) && t->contig && request) {
+        kn_mpi_req_t *r = hot_req(c, t, KN_RQ_RECV, buf, count, source, tag);
+        if (kn_likely(r != NULL)) {
+            size_t len = (size_t)count * t->size;
+            knit_status_t st = knit_irecv(kn_mpi.ctx, (char *)buf + (len ? t->true_lb : 0), len,
+                                          job_src(c, source), tag, c->ctx_id, &r->kr);
+            return hot_post(r, st, request, __func__);
+        }
+    }
     return irecv_common(buf, count, datatype, source, tag, comm, request, 0, __func__);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mpi/mpi_impl.h"
+#include "util/compiler.h"
 
 /* ------------------------------------------------------------- completion */
 
@@ -193,9 +194,8 @@ static int complete_set(int n, const int *idx, MPI_Request reqs[], MPI_Status st
 int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
     KN_MPI_READY();
-    int err = check_array(count, array_of_requests, __func__);
-    if (err != MPI_SUCCESS)
-        return err;
+    if (count < 0 || (count > 0 && !array_of_requests))
+        return check_array(count, array_of_requests, __func__);
     /* one wait in the engine for every request in flight */
     knit_request_t *small[64], **krs = count <= 64 ? small : malloc((size_t)count * sizeof(*krs));
     knit_msg_status_t ksmall[64], *kss = count <= 64 ? ksmall : malloc((size_t)count * sizeof(*kss));
@@ -209,8 +209,15 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
     int failed = 0;
     MPI_Comm fc = MPI_COMM_NULL;
     kn_mpi_last_fault.st = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count; i++) { /* and every handle checked before anything completes */
         kn_mpi_req_t *r = kn_mpi_tbl_get(&kn_mpi.reqs, array_of_requests[i]);
+        if (kn_unlikely(!r) && array_of_requests[i] != MPI_REQUEST_NULL) {
+            if (krs != small)
+                free(krs);
+            if (kss != ksmall)
+                free(kss);
+            return check_array(count, array_of_requests, __func__);
+        }
         krs[i] = r && r->active ? r->kr : NULL;
     }
     knit_waitall((size_t)count, krs, kss);

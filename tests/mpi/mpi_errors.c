@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 
     int buf[16] = {0}, flag;
     MPI_Request req;
-    MPI_Status st;
+    MPI_Status st, sts2[2];
     MPI_Comm w = MPI_COMM_WORLD;
     /* ranks, tags, counts, types, buffers, communicators */
     EXPECT(MPI_Send(buf, 1, MPI_INT, mt_size, 0, w), MPI_ERR_RANK);
@@ -87,6 +87,33 @@ int main(int argc, char **argv)
     OK(MPI_Wait(&req, &st));
     CHECK(req == MPI_REQUEST_NULL);
     EXPECT(MPI_Waitall(-1, arr, MPI_STATUSES_IGNORE), MPI_ERR_COUNT);
+    /* the nonblocking calls' hot path (contiguous, a rank, a request) turns
+     * the same arguments away as the general path */
+    EXPECT(MPI_Isend(buf, 1, MPI_INT, 0, 0, w, NULL), MPI_ERR_ARG);
+    EXPECT(MPI_Irecv(buf, 1, MPI_INT, 0, 0, w, NULL), MPI_ERR_ARG);
+    EXPECT(MPI_Isend(buf, 1, MPI_INT, mt_size, 0, w, &req), MPI_ERR_RANK);
+    EXPECT(MPI_Irecv(buf, 1, MPI_INT, -7, 0, w, &req), MPI_ERR_RANK);
+    EXPECT(MPI_Irecv(buf, 1, MPI_INT, 0, -2, w, &req), MPI_ERR_TAG);
+    EXPECT(MPI_Isend(NULL, 2, MPI_INT, 0, 0, w, &req), MPI_ERR_BUFFER);
+    EXPECT(MPI_Isend(buf, 1, MPI_INT, 0, 0, (MPI_Comm)0x7777, &req), MPI_ERR_COMM);
+    EXPECT(MPI_Irecv(buf, 1, MPI_DATATYPE_NULL, 0, 0, w, &req), MPI_ERR_TYPE);
+    /* a bad handle after a live request: nothing completes, the live one stays */
+    OK(MPI_Isend(buf, 1, MPI_INT, mt_rank, 6, w, &arr[0]));
+    arr[1] = bad;
+    EXPECT(MPI_Waitall(2, arr, MPI_STATUSES_IGNORE), MPI_ERR_REQUEST);
+    CHECK(arr[0] != MPI_REQUEST_NULL);
+    OK(MPI_Recv(buf + 1, 1, MPI_INT, mt_rank, 6, w, &st));
+    OK(MPI_Wait(&arr[0], &st));
+    /* a request freed while active, then the hot path again: the freed one
+     * is reaped, the new one completes */
+    OK(MPI_Isend(buf, 1, MPI_INT, mt_rank, 7, w, &req));
+    OK(MPI_Request_free(&req));
+    OK(MPI_Isend(buf, 1, MPI_INT, mt_rank, 8, w, &arr[0]));
+    OK(MPI_Irecv(buf + 2, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, w, &arr[1]));
+    OK(MPI_Waitall(2, arr, sts2));
+    CHECK_EQ(sts2[1].MPI_TAG, 7);
+    CHECK_EQ(sts2[1].MPI_SOURCE, mt_rank);
+    OK(MPI_Recv(buf + 2, 1, MPI_INT, mt_rank, 8, w, &st));
     EXPECT(MPI_Get_count(NULL, MPI_INT, &sz), MPI_ERR_ARG);
 
     /* truncation: status and class */
