@@ -237,10 +237,12 @@ void kn_mpi_errh_release(MPI_Errhandler h);
 
 /* Every function starts with this: MPI must be initialized and not finalized. */
 int kn_mpi_not_ready(const char *fn);
-#define KN_MPI_READY()                                      \
-    do {                                                    \
+#define KN_MPI_READY() KN_MPI_READY_AS(__func__)
+/* The same in a helper of several entry points, named fn. */
+#define KN_MPI_READY_AS(fn)                                               \
+    do {                                                                  \
         if (__builtin_expect(!kn_mpi.initialized || kn_mpi.finalized, 0)) \
-            return kn_mpi_not_ready(__func__);              \
+            return kn_mpi_not_ready(fn);                                  \
     } while (0)
 
 /* ---------------------------------------------------------- lookups */

@@ -53,7 +53,6 @@ void kn_mpi_status_from(MPI_Status *st, const kn_mpi_comm_t *c, const knit_msg_s
     st->kn_cancelled = ks->error == KNIT_ERR_CANCELED;
 }
 
-
 static int raise_result(kn_mpi_comm_t *c, const char *fn, knit_status_t r, const knit_msg_status_t *ks)
 {
     int cls = kn_mpi_result_class(r);
@@ -566,8 +565,7 @@ void kn_mpi_reqs_fini(void)
 static int send_blocking(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                          unsigned flags, const char *fn)
 {
-    if (!kn_mpi.initialized || kn_mpi.finalized)
-        return kn_mpi_not_ready(fn);
+    KN_MPI_READY_AS(fn);
     kn_mpi_comm_t *c;
     kn_mpi_type_t *t;
     int err = check_send_args(comm, buf, count, datatype, dest, tag, &c, &t, fn);
@@ -629,8 +627,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 static int recv_blocking(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                          MPI_Status *status, const char *fn)
 {
-    if (!kn_mpi.initialized || kn_mpi.finalized)
-        return kn_mpi_not_ready(fn);
+    KN_MPI_READY_AS(fn);
     kn_mpi_comm_t *c;
     kn_mpi_type_t *t;
     int err = check_recv_args(comm, buf, count, datatype, source, tag, &c, &t, fn);
@@ -809,8 +806,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
 static int isend_common(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                         MPI_Request *request, int mode, int persistent, const char *fn)
 {
-    if (!kn_mpi.initialized || kn_mpi.finalized)
-        return kn_mpi_not_ready(fn);
+    KN_MPI_READY_AS(fn);
     kn_mpi_comm_t *c;
     kn_mpi_type_t *t;
     int err = check_send_args(comm, buf, count, datatype, dest, tag, &c, &t, fn);
@@ -840,8 +836,7 @@ static int isend_common(const void *buf, int count, MPI_Datatype datatype, int d
 static int irecv_common(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                         MPI_Request *request, int persistent, const char *fn)
 {
-    if (!kn_mpi.initialized || kn_mpi.finalized)
-        return kn_mpi_not_ready(fn);
+    KN_MPI_READY_AS(fn);
     kn_mpi_comm_t *c;
     kn_mpi_type_t *t;
     int err = check_recv_args(comm, buf, count, datatype, source, tag, &c, &t, fn);
@@ -879,7 +874,6 @@ static int irecv_common(void *buf, int count, MPI_Datatype datatype, int source,
  * hands their addresses on) ran 9.8 instead of 13.8 Mmsg/s
  * (bench/msgrate 8 B, 2 ranks, medians of 3 runs each).
  */
-
 static inline int hot_post(kn_mpi_req_t *r, knit_status_t st, MPI_Request *request, const char *fn)
 {
     if (kn_likely(st == KNIT_OK)) {

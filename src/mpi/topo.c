@@ -1138,8 +1138,7 @@ static int nb_blocks(kn_mpi_comm_t *c, int form, int send, int deg, const nb_sid
 static int neighbor(int form, const nb_side_t *snd, const nb_side_t *rcv, MPI_Comm comm, int nb, MPI_Request *req,
                     const char *fn)
 {
-    if (!kn_mpi.initialized || kn_mpi.finalized)
-        return kn_mpi_not_ready(fn);
+    KN_MPI_READY_AS(fn);
     int err;
     kn_mpi_comm_t *c = kn_mpi_comm_arg(comm, fn, &err);
     if (!c)

@@ -206,17 +206,14 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
             free(kss);
         return kn_mpi_error(NULL, __func__, MPI_ERR_NO_MEM, "out of memory");
     }
-    int failed = 0;
+    int failed = 0, ret = MPI_SUCCESS;
     MPI_Comm fc = MPI_COMM_NULL;
     kn_mpi_last_fault.st = 0;
     for (int i = 0; i < count; i++) { /* and every handle checked before anything completes */
         kn_mpi_req_t *r = kn_mpi_tbl_get(&kn_mpi.reqs, array_of_requests[i]);
         if (kn_unlikely(!r) && array_of_requests[i] != MPI_REQUEST_NULL) {
-            if (krs != small)
-                free(krs);
-            if (kss != ksmall)
-                free(kss);
-            return check_array(count, array_of_requests, __func__);
+            ret = check_array(count, array_of_requests, __func__);
+            goto out;
         }
         krs[i] = r && r->active ? r->kr : NULL;
     }
@@ -243,13 +240,14 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
             fc = ch;
         }
     }
+    if (failed)
+        ret = raise_in_status(kn_mpi_comm(fc), __func__);
+out:
     if (krs != small)
         free(krs);
     if (kss != ksmall)
         free(kss);
-    if (failed)
-        return raise_in_status(kn_mpi_comm(fc), __func__);
-    return MPI_SUCCESS;
+    return ret;
 }
 
 int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
