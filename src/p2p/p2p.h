@@ -68,7 +68,7 @@ knit_status_t kn_p2p_get(kn_p2p_t *p2p, int peer, void *local, size_t len, uint6
 
 /* The thresholds in force (after clamping to what the transports allow). */
 typedef struct kn_p2p_limits {
-    size_t inline_max, eager_max, cma_min, bulk_chunk;
+    size_t inline_max, eager_max, cma_min, bulk_chunk, heap_rndv_min;
     int wait_mode;         /* resolved: 1 spin, 2 yield, 3 block */
     int oversubscribed;
     int ncpus;

@@ -145,8 +145,9 @@ static void case_sizes(size_t max)
 static void case_truncate(void)
 {
     /* 50000 and 60000: eager in two packets between nodes, cut in the
-     * second and in the first */
-    const size_t sizes[] = {10, 100, 20000, 50000, 60000, 300000, 3 << 20};
+     * second and in the first; 1024 and 4000: offered from the sender's
+     * shared heap within a node (KNIT_HEAP_RNDV_MIN) */
+    const size_t sizes[] = {10, 100, 20000, 50000, 60000, 300000, 3 << 20, 1024, 4000};
     uint8_t *buf = malloc((3 << 20) + 64);
     CHECK(buf, "malloc");
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {

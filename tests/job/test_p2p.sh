@@ -35,17 +35,26 @@ run sizes.n2.heap_off 120 -n 2 -x KNIT_HEAP=0 "$PROG" sizes 64m
 for m in send recv odd; do
     run "sizes.n3.heap_mixed_$m" 120 -n 3 -x P2P_MMAP=$m "$PROG" sizes 4m
 done
-# which copy moved them: the debug line of the first mapping of a peer's heap
+# which copy moved them: the debug line of the first mapping of a peer's
+# heap.  Large copies map it only where both blocks are in a heap; a
+# message of 1-8 KiB sent from one is offered from it (KNIT_HEAP_RNDV_MIN)
+# to any receive buffer: with rank 1's buffers outside its heap, rank 1
+# maps rank 0's for those (1), and nobody maps without the offers (0).
 heap_line() { "$KNITRUN" --timeout 60 -n 2 -x KNIT_LOG_LEVEL=debug "$@" "$PROG" sizes 1m 2>&1 | grep -c "shared heap is mapped"; }
-on=$(heap_line) off=$(heap_line -x KNIT_HEAP=0) mapped=$(heap_line -x P2P_MMAP=odd)
+on=$(heap_line) off=$(heap_line -x KNIT_HEAP=0) mapped=$(heap_line -x P2P_MMAP=odd -x KNIT_HEAP_RNDV_MIN=0)
+offered=$(heap_line -x P2P_MMAP=odd)
 if "${BIN_DIR:-$BUILD/bin}/knit-info" 2>/dev/null | grep -q "shared heap.*not in this build"; then
     echo "SKIP p2p.heap_used_where_both_blocks_are_in_it: no shared heap in this build (sanitizer)"
-elif [ "$on" = 2 ] && [ "$off" = 0 ] && [ "$mapped" = 0 ]; then
+elif [ "$on" = 2 ] && [ "$off" = 0 ] && [ "$mapped" = 0 ] && [ "$offered" = 1 ]; then
     echo "PASS p2p.heap_used_where_both_blocks_are_in_it"
 else
-    echo "FAIL p2p.heap_used_where_both_blocks_are_in_it: mappings $on (want 2), off $off, one side outside $mapped (want 0)"
+    echo "FAIL p2p.heap_used_where_both_blocks_are_in_it: mappings $on (want 2), off $off, one side outside" \
+        "$mapped (want 0), the same with small messages offered from the heap $offered (want 1)"
     fails=$((fails + 1))
 fi
+# the offers off: 1-8 KiB eager again, whatever the buffers
+run sizes.n2.heap_offers_off 120 -n 2 -x KNIT_HEAP_RNDV_MIN=0 "$PROG" sizes 1m
+run truncate.n2.heap_offers_low 60 -n 2 -x KNIT_HEAP_RNDV_MIN=64 "$PROG" truncate
 for c in truncate match many self probe partial args; do
     run "$c.n2" 60 -n 2 "$PROG" "$c"
     run "$c.n4" 60 -n 4 "$PROG" "$c"
