@@ -932,7 +932,7 @@ static knit_status_t send_multi(struct kn_p2p *p2p, struct kn_peer *pe, knit_req
  * queue buffer) is better offered by rendezvous from the sender's shared
  * heap, which the receiver reads with one memcpy (rndv_start_recv):
  * KNIT_HEAP_RNDV_MIN bytes and more (2 ranks, buffers in the heap: 4 KiB
- * ping-pong 0.87 -> 0.29 us, bandwidth 14 -> 33 GB/s; below 1 KiB the
+ * ping-pong 0.87 -> 0.28 us, bandwidth 14 -> 38 GB/s; below 1 KiB the
  * handshake costs more than the copy saves).  A receiver that cannot map
  * the heap takes the offer the way it takes any small rendezvous. */
 static inline int heap_offer(const struct kn_p2p *p2p, const kn_tl_t *tl, const knit_request_t *r)
