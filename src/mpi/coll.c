@@ -812,8 +812,9 @@ static int bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
 
 /*
  * The hot paths of the blocking collectives programs call most (bcast,
- * allreduce, reduce): a live intracommunicator, a committed contiguous
- * datatype, a predefined op its elements take, buffers in order.  The
+ * reduce, allreduce, allgather, alltoall): a live intracommunicator,
+ * committed contiguous datatypes, a predefined op the elements take (for
+ * the reductions), buffers in order.  The
  * call goes to the native collective without the general path's state
  * (cst_t), views and checks one by one; anything else takes the general
  * path, which checks again and explains.  They cut about 70-100 ns of

@@ -901,19 +901,32 @@ static inline kn_mpi_req_t *hot_req(kn_mpi_comm_t *c, kn_mpi_type_t *t, int kind
     return r;
 }
 
+/* A send or receive (kind, a constant where it is inlined) that passed
+ * the hot checks, posted; -1 where no request is at hand. */
+static inline __attribute__((always_inline)) int hot_start(int kind, kn_mpi_comm_t *c, kn_mpi_type_t *t,
+                                                            const void *buf, int count, int peer, int tag,
+                                                            MPI_Request *request, const char *fn)
+{
+    kn_mpi_req_t *r = hot_req(c, t, kind, buf, count, peer, tag);
+    if (kn_unlikely(r == NULL))
+        return -1;
+    size_t len = (size_t)count * t->size;
+    char *p = (char *)buf + (len ? t->true_lb : 0);
+    knit_status_t st = kind == KN_RQ_SEND
+                           ? knit_isend_flags(kn_mpi.ctx, p, len, c->ranks[peer], tag, c->ctx_id, 0, &r->kr)
+                           : knit_irecv(kn_mpi.ctx, p, len, job_src(c, peer), tag, c->ctx_id, &r->kr);
+    return hot_post(r, st, request, fn);
+}
+
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request)
 {
     kn_mpi_comm_t *c = kn_mpi_comm(comm);
     kn_mpi_type_t *t = kn_mpi_type(datatype);
     if (hot_ready() && hot_send_args(c, t, buf, count, dest, tag) && t->contig && request) {
-        kn_mpi_req_t *r = hot_req(c, t, KN_RQ_SEND, buf, count, dest, tag);
-        if (kn_likely(r != NULL)) {
-            size_t len = (size_t)count * t->size;
-            knit_status_t st = knit_isend_flags(kn_mpi.ctx, (const char *)buf + (len ? t->true_lb : 0), len,
-                                                c->ranks[dest], tag, c->ctx_id, 0, &r->kr);
-            return hot_post(r, st, request, __func__);
-        }
+        int rc = hot_start(KN_RQ_SEND, c, t, buf, count, dest, tag, request, __func__);
+        if (kn_likely(rc >= 0))
+            return rc;
     }
     return isend_common(buf, count, datatype, dest, tag, comm, request, KN_MODE_STD, 0, __func__);
 }
@@ -942,13 +955,9 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
     kn_mpi_comm_t *c = kn_mpi_comm(comm);
     kn_mpi_type_t *t = kn_mpi_type(datatype);
     if (hot_ready() && hot_recv_args(c, t, buf, count, source, tag) && t->contig && request) {
-        kn_mpi_req_t *r = hot_req(c, t, KN_RQ_RECV, buf, count, source, tag);
-        if (kn_likely(r != NULL)) {
-            size_t len = (size_t)count * t->size;
-            knit_status_t st = knit_irecv(kn_mpi.ctx, (char *)buf + (len ? t->true_lb : 0), len,
-                                          job_src(c, source), tag, c->ctx_id, &r->kr);
-            return hot_post(r, st, request, __func__);
-        }
+        int rc = hot_start(KN_RQ_RECV, c, t, buf, count, source, tag, request, __func__);
+        if (kn_likely(rc >= 0))
+            return rc;
     }
     return irecv_common(buf, count, datatype, source, tag, comm, request, 0, __func__);
 }
