@@ -118,4 +118,14 @@ if [ "$RC" -eq 137 ] && [ "$(verdicts)" = "knitrun: rank 1 on node 0 killed by S
 else
     fail dsm.rank_dies_mid_release "status $RC in $MS ms, job '$job' left '$(shm_left "$job")': $(verdicts | tr '\n' '|')"
 fi
+
+# bench/dsm's bandwidth on one node: its point-to-point comparison runs
+# between ranks 0 and 1 there (it used to send rank 0's 64 MiB to itself
+# and wait forever)
+run "$KNITRUN" -n 2 --timeout 60 "$ROOT/$BUILD/bench/dsm" bw 1048576 2
+if [ "$RC" -eq 0 ] && grep -Eq "p2p_gbs [0-9]*[1-9]" "$OUT"; then
+    pass dsm.bench_bw_one_node
+else
+    fail dsm.bench_bw_one_node "status $RC, stdout '$(tail -n 2 "$OUT" | tr '\n' '|')'"
+fi
 finish
