@@ -460,6 +460,13 @@ static int flush_pending(struct kn_p2p *p2p)
 /* --------------------------------------------------------- bulk transfers */
 
 /* One step of a pull (receiver) or a pipelined send (sender). */
+/* A receive has read the sender's whole buffer: FIN frees the send. */
+static void pull_done(struct kn_p2p *p2p, knit_request_t *r)
+{
+    send_ids(p2p, r->src, KN_PKT_FIN, r->remote_req, req_id(r), 0);
+    req_complete(r, r->msg_len > r->len ? KNIT_ERR_TRUNCATE : KNIT_OK);
+}
+
 static int bulk_step(struct kn_p2p *p2p, knit_request_t *r)
 {
     if (r->state == RS_PULL) {
@@ -474,8 +481,7 @@ static int bulk_step(struct kn_p2p *p2p, knit_request_t *r)
             return events + 1;
         }
         if (r->done == r->xfer_len) {
-            send_ids(p2p, r->src, KN_PKT_FIN, r->remote_req, req_id(r), 0);
-            req_complete(r, r->msg_len > r->len ? KNIT_ERR_TRUNCATE : KNIT_OK);
+            pull_done(p2p, r);
             events++;
         }
         return events;
@@ -531,8 +537,7 @@ static void rndv_start_recv(struct kn_p2p *p2p, knit_request_t *r, int src, cons
         /* offered from the sender's shared heap (start_send): one copy from
          * our mapping of it, into our buffer as an eager message's copy is */
         memcpy(r->buf, from, r->xfer_len);
-        send_ids(p2p, src, KN_PKT_FIN, r->remote_req, req_id(r), 0);
-        req_complete(r, r->msg_len > r->len ? KNIT_ERR_TRUNCATE : KNIT_OK);
+        pull_done(p2p, r);
         return;
     }
     if ((tl->ops->caps(tl, src) & KN_TL_CAP_RMA) && r->msg_len >= p2p->lim.cma_min) {
