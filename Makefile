@@ -18,15 +18,20 @@ CC := gcc
 endif
 
 CPPFLAGS += -Iinclude -Isrc -D_GNU_SOURCE
+# Flags asked of pkg-config are looked up when a recipe first uses them, not
+# while make reads this file: on a fresh machine the packages that provide
+# them are installed by the deps stamp below, which every object waits for.
+# $(call once,VAR,command) runs command once and keeps its output in VAR.
+once = $(eval $1 := $$(shell $2))$($1)
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -g -fPIC -pthread -MMD -MP
 LDFLAGS  += -pthread
 # libfabric is opened with dlopen when a job first needs the network
 # (src/net/fabric_dl.c says why); only its headers are needed to build.
-FABRIC_CFLAGS := $(shell pkg-config --cflags libfabric 2>/dev/null)
+FABRIC_CFLAGS = $(call once,FABRIC_CFLAGS,pkg-config --cflags libfabric 2>/dev/null)
 CPPFLAGS += $(FABRIC_CFLAGS)
 LIBS     := -ldl -lrt
 # libpmix too (src/boot/pmix.c): loaded only under a PMIx launcher
-PMIX_CFLAGS := $(shell pkg-config --cflags pmix 2>/dev/null)
+PMIX_CFLAGS = $(call once,PMIX_CFLAGS,pkg-config --cflags pmix 2>/dev/null)
 CPPFLAGS += $(PMIX_CFLAGS)
 
 ifeq ($(DEBUG),1)

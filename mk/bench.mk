@@ -55,8 +55,8 @@ bench-overlap: all
 # Application kernels over the one-sided layer (knit's native API only):
 # a 3-D halo exchange with strided faces, and SRUMMA with OpenBLAS's dgemm
 # (docs/benchmarks.md, "One-sided kernels").
-OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
-OPENBLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+OPENBLAS_CFLAGS = $(call once,OPENBLAS_CFLAGS,pkg-config --cflags openblas 2>/dev/null)
+OPENBLAS_LIBS   = $(call once,OPENBLAS_LIBS,pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 $(BUILD)/obj/bench/srumma.o: CPPFLAGS += $(OPENBLAS_CFLAGS)
 $(BUILD)/bench/halo3d: $(BUILD)/obj/bench/halo3d.o $(LIBKNIT_A)
 	@mkdir -p $(@D)
