@@ -17,9 +17,11 @@ mode=${1:-}
 optional="slurm-wlm"
 [ "${KNIT_OPTIONAL_DEPS:-1}" = 0 ] && optional=""
 # libpmix-dev: pmix.h for src/boot/pmix.c; Open MPI's mpirun and MPICH's
-# mpiexec: the launchers tests/launch runs knit under; gfortran and g++:
-# the Fortran binding and the C++ wrapper
-pkgs="gcc make pkg-config libfabric-dev libfabric-bin libseccomp-dev libhwloc-dev libopenblas-dev iproute2 procps libmicrohttpd-dev libpng-dev python3 libpmix-dev openmpi-bin mpich gfortran g++"
+# mpiexec: the launchers tests/launch runs knit under; their -dev packages
+# (mpi.h, which --no-install-recommends leaves out): bench/compare and the
+# MPI programs tests/launch builds with mpicc.openmpi and mpicc.mpich;
+# gfortran and g++: the Fortran binding and the C++ wrapper
+pkgs="gcc make pkg-config libfabric-dev libfabric-bin libseccomp-dev libhwloc-dev libopenblas-dev iproute2 procps libmicrohttpd-dev libpng-dev python3 libpmix-dev openmpi-bin mpich libopenmpi-dev libmpich-dev gfortran g++"
 if [ "$mode" = fuzz ]; then
     pkgs="$pkgs clang-14 libclang-rt-14-dev"
     optional=""
