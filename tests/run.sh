@@ -7,6 +7,8 @@
 # tests/*/test_*.sh.  Each prints lines "PASS name", "FAIL name: why",
 # "SKIP name: why"; a unit that exits nonzero without printing FAIL counts
 # as one failure.  TESTS=pattern runs only units whose path matches.
+# The "time:" line names the slowest units (the suite must stay under 15
+# minutes on a 2-core machine).
 set -u
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,14 +22,17 @@ pattern=${TESTS:-}
 
 pass=0 fail=0 skip=0
 failures=()
+times=()
 start=$(date +%s)
 
 run_unit() {
     local name=$1; shift
-    local out rc
+    local out rc t0
     out=$(mktemp)
+    t0=$(date +%s)
     timeout -k 5 "$UNIT_TIMEOUT" "$@" >"$out" 2>"$out.err"
     rc=$?
+    times+=("$(( $(date +%s) - t0 )) $name")
     local p f s
     p=$(grep -c '^PASS ' "$out")
     f=$(grep -c '^FAIL ' "$out")
@@ -63,7 +68,8 @@ for script in tests/*/test_*.sh; do
     run_unit "$script" bash "$script"
 done
 
-echo "time: $(( $(date +%s) - start ))s"
+echo "time: $(( $(date +%s) - start ))s; slowest units:" \
+    "$(printf '%s\n' "${times[@]}" | sort -rn | head -n 6 | sed 's/^\([0-9]*\) \(.*\)/\2 \1s/' | paste -sd, - | sed 's/,/, /g')"
 if [ "${#failures[@]}" -gt 0 ]; then
     echo "failed units: ${failures[*]}"
 fi
