@@ -776,6 +776,14 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
         kn_error("epoll_create1: %m");
         return KNIT_ERR_IO;
     }
+    /* Before the signals are blocked: a daemon whose rank dies while it
+     * retries a store that died too ends at the rank's PR_SET_PDEATHSIG
+     * (under another launcher, nothing else would stop it) */
+    st = kn_boot_connect(getenv(KN_ENV_BOOT_ADDR), cookie, KN_BOOT_ROLE_DAEMON, kn_dmn.g.self, &kn_dmn.boot);
+    if (st != KNIT_OK) {
+        kn_error("cannot reach the bootstrap store: %s", knit_strerror(st));
+        return st;
+    }
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -790,11 +798,6 @@ knit_status_t kn_d_start(int is_switch, const kn_d_hooks_t *hooks)
     }
     if (kn_d_protection_init() < 0)
         return KNIT_ERR_IO;
-    st = kn_boot_connect(getenv(KN_ENV_BOOT_ADDR), cookie, KN_BOOT_ROLE_DAEMON, kn_dmn.g.self, &kn_dmn.boot);
-    if (st != KNIT_OK) {
-        kn_error("cannot reach the bootstrap store: %s", knit_strerror(st));
-        return st;
-    }
     return KNIT_OK;
 }
 

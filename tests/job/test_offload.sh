@@ -11,6 +11,27 @@ for f in "$T" "$NOP" "$M/echo.so" "$ROOT/$BUILD/bin/knit-agent" "$ROOT/$BUILD/bi
     [ -e "$f" ] || { echo "FAIL offload.build: $f is missing"; exit 1; }
 done
 
+# A daemon still looking for its store (it died with the rank that ran it,
+# under another launcher) ends at SIGTERM at once (its rank's
+# PR_SET_PDEATHSIG: nothing else stops it there); before, the signal
+# waited, blocked, until the connect gave up (KNIT_BOOT_TIMEOUT)
+for d in agent switch; do
+    env KNIT_JOBID=j KNIT_COOKIE=0123456789abcdef0123456789abcdef KNIT_SIZE=1 KNIT_NNODES=1 KNIT_NODE_SIZES=1 \
+        KNIT_NODE=0 KNIT_BOOT_ADDR="unix:$TMP/no-store.sock" KNIT_BOOT_TIMEOUT=30s \
+        "$ROOT/$BUILD/bin/knit-$d" >/dev/null 2>&1 &
+    pid=$!
+    sleep 0.3
+    t0=$(date +%s%N)
+    kill -TERM "$pid"
+    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+    if kill -0 "$pid" 2>/dev/null; then
+        fail "offload.$d.sigterm_while_connecting" "still running 1 s after SIGTERM"
+        kill -9 "$pid"
+    else
+        pass "offload.$d.sigterm_while_connecting"
+    fi
+    wait "$pid" 2>/dev/null
+done
 
 # Start-up: daemons add little to a job (median of 5, both ways).
 median() { sort -n | sed -n 3p; }
