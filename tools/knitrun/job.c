@@ -259,6 +259,12 @@ void job_rank_exit(int rank, int how, int value)
     r->exited = 1;
     J.nexited++;
     flush_rank_output(rank);
+    /* A rank that fails because a daemon of this host died (it lost its
+     * connection to its agent) may be found before the daemon is reaped:
+     * the daemon's death is the cause, and is reported first */
+    if (!J.hosts_mode && (how == KN_BOOT_SIGNALED || value != 0 || (r->hello && !r->finalized)))
+        for (int i = 0; i < J.ndaemons && J.state == RUNNING; i++)
+            kp_reap_ending(&J.daemons[i].proc);
     char name[32];
     if (how == KN_BOOT_SIGNALED)
         fail(128 + value, "rank %d on node %d killed by %s", rank, r->node,

@@ -110,6 +110,9 @@ int kp_spawn_rank(kproc_t *p, int rank, int local_rank, char *const argv[], char
 /* Reap every child that ended (on SIGCHLD): a tracked one gets its output
  * drained and on_exit called.  Returns 1 while any child is left. */
 int kp_reap(void);
+/* Where p is ending (killed, or inside exit) but not yet reaped: waits for
+ * it (at most 200 ms) and reaps it, calling its on_exit.  1 if it did. */
+int kp_reap_ending(kproc_t *p);
 /* Signal the process group of p if p has not been reaped. */
 void kp_signal(kproc_t *p, int sig);
 /* Signal our children that are not tracked (adopted orphans). */

@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "knitrun.h"
@@ -185,6 +186,57 @@ static kproc_t *find(pid_t pid)
     return NULL;
 }
 
+static void reaped(kproc_t *p, int status)
+{
+    p->pid = 0;
+    kn_list_del(&p->link);
+    /* what it wrote before it ended is in the pipes now */
+    for (int s = 0; s < 2; s++)
+        drain(&p->out[s]);
+    p->on_exit(p, status);
+}
+
+/* Inside do_exit (the kernel's PF_EXITING, /proc/PID/stat's 9th field),
+ * or a zombie already. */
+static int ending(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *s = strrchr(buf, ')'); /* after the command name */
+    char state;
+    unsigned long flags;
+    if (!s || sscanf(s + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+        return 0;
+    return state == 'Z' || (flags & 0x4); /* PF_EXITING */
+}
+
+int kp_reap_ending(kproc_t *p)
+{
+    if (p->pid <= 0 || !ending(p->pid))
+        return 0;
+    for (int i = 0; i < 200; i++) {
+        int status;
+        pid_t r = waitpid(p->pid, &status, WNOHANG);
+        if (r == p->pid) {
+            reaped(p, status);
+            return 1;
+        }
+        if (r < 0 && errno != EINTR)
+            return 0;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+
 int kp_reap(void)
 {
     for (;;) {
@@ -200,14 +252,8 @@ int kp_reap(void)
             return 0;
         }
         kproc_t *p = find(pid);
-        if (!p)
-            continue; /* an adopted orphan */
-        p->pid = 0;
-        kn_list_del(&p->link);
-        /* what it wrote before it ended is in the pipes now */
-        for (int s = 0; s < 2; s++)
-            drain(&p->out[s]);
-        p->on_exit(p, status);
+        if (p)
+            reaped(p, status); /* else an adopted orphan */
     }
 }
 
