@@ -5,6 +5,7 @@
 # a verifying checksum, the region's allocator, a corrupted frame, an
 # address conflict, jobs without agents, a rank killed mid-release (see
 # tests/job/dsm_test.c).
+# test-unit: long
 source "$(dirname "$0")/lib.sh"
 
 T=$JOBBIN/dsm_test

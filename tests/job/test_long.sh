@@ -3,6 +3,7 @@
 # shortened through its tunable, then a job runs for several times the
 # longest one, with phases in which some process makes no knit call at all
 # (tests/job/long.c): no start-up bound may end a job that runs.
+# test-unit: long
 source "$(dirname "$0")/lib.sh"
 
 T=$JOBBIN/long

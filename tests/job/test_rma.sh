@@ -3,6 +3,7 @@
 # one node and across emulated nodes, atomics and concurrent accumulates,
 # a target that makes no knit calls, bad calls, and an agent killed
 # mid-transfer (see tests/job/rma_test.c).
+# test-unit: long
 source "$(dirname "$0")/lib.sh"
 
 T=$JOBBIN/rma_test

@@ -7,6 +7,7 @@
 # Under each: point-to-point, collectives and offload modules; a rank that
 # is killed, aborts or exits early ends the job through the launcher, and
 # nothing of the job is left running.
+# test-unit: long
 source "$(dirname "$0")/../job/lib.sh"
 set -u
 LAUNCH=$ROOT/tests/launch

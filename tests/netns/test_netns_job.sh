@@ -3,6 +3,7 @@
 # KNIT_LAUNCH='ip netns exec {host}': placement, the store over TCP across
 # hosts, a hostfile with slots, a failure on a remote host, a host that
 # cannot be launched.
+# test-unit: alone (network namespaces, a bridge and addresses of the host's)
 source "$(dirname "$0")/../job/lib.sh"
 source "$(dirname "$0")/lib.sh"
 netns_setup netns.job 2 || exit 0

@@ -3,6 +3,7 @@
 # knit-agent on each host and the knit-switch on the first; the daemons
 # talk over the bridge; modules loaded on rank 0's host only (the other
 # host never opens the file) run on both.
+# test-unit: alone (network namespaces, a bridge and addresses of the host's)
 source "$(dirname "$0")/../job/lib.sh"
 source "$(dirname "$0")/lib.sh"
 netns_setup netns.offload 3 || exit 0

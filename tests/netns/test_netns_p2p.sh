@@ -2,6 +2,7 @@
 # Point-to-point between "hosts" (network namespaces joined by a bridge)
 # over the network transport: 2 hosts (one rank each, then two each: shm
 # within a host, net between), 3 hosts; sizes up to 64 MiB byte-checked.
+# test-unit: alone (network namespaces, a bridge and addresses of the host's)
 source "$(dirname "$0")/../job/lib.sh"
 source "$(dirname "$0")/lib.sh"
 netns_setup netns.p2p 3 || exit 0

@@ -19,6 +19,7 @@
 # default 480): past it, the remaining komp runs are not started (FAIL);
 # OMP_REF_CC (default gcc) builds the reference.  selfcheck.sh runs this
 # script against a stand-in knitcc/knitrun made of libgomp.
+# test-unit: long
 set -u
 : "${BUILD:=build}"
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
