@@ -124,7 +124,8 @@ fi
 # between ranks 0 and 1 there (it used to send rank 0's 64 MiB to itself
 # and wait forever)
 run "$KNITRUN" -n 2 --timeout 60 "$ROOT/$BUILD/bench/dsm" bw 1048576 2
-if [ "$RC" -eq 0 ] && grep -Eq "p2p_gbs [0-9]*[1-9]" "$OUT"; then
+# (any bandwidth above 0: on a loaded machine it can be under 1 GB/s)
+if [ "$RC" -eq 0 ] && awk '{for (i = 1; i < NF; i++) if ($i == "p2p_gbs" && $(i + 1) + 0 > 0) ok = 1} END {exit !ok}' "$OUT"; then
     pass dsm.bench_bw_one_node
 else
     fail dsm.bench_bw_one_node "status $RC, stdout '$(tail -n 2 "$OUT" | tr '\n' '|')'"
