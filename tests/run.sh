@@ -44,22 +44,21 @@ add_unit() { # name alone command...
     cmds+=("$(printf '%q ' "$@")")
 }
 # alone, then the unit binaries (quick), long, and the others
-for kind in alone long other; do
-    for script in tests/*/test_*.sh; do
-        [ -f "$script" ] || continue
-        [ -n "$pattern" ] && [[ "$script" != *$pattern* ]] && continue
-        k=other
-        grep -q '^# test-unit: alone' "$script" && k=alone
-        [ $k = other ] && grep -q '^# test-unit: long' "$script" && k=long
-        [ $k = $kind ] && add_unit "$script" "$([ $k = alone ] && echo 1 || echo 0)" bash "$script"
-    done
-    if [ $kind = alone ]; then
-        for bin in "$BUILD"/tests/unit/test_*; do
-            [ -x "$bin" ] || continue
-            [ -n "$pattern" ] && [[ "$bin" != *$pattern* ]] && continue
-            add_unit "$bin" 0 "$bin"
-        done
-    fi
+scripts_long=() scripts_other=()
+for script in tests/*/test_*.sh; do
+    [ -f "$script" ] || continue
+    [ -n "$pattern" ] && [[ "$script" != *$pattern* ]] && continue
+    if grep -q '^# test-unit: alone' "$script"; then add_unit "$script" 1 bash "$script"
+    elif grep -q '^# test-unit: long' "$script"; then scripts_long+=("$script")
+    else scripts_other+=("$script"); fi
+done
+for bin in "$BUILD"/tests/unit/test_*; do
+    [ -x "$bin" ] || continue
+    [ -n "$pattern" ] && [[ "$bin" != *$pattern* ]] && continue
+    add_unit "$bin" 0 "$bin"
+done
+for script in "${scripts_long[@]}" "${scripts_other[@]}"; do
+    add_unit "$script" 0 bash "$script"
 done
 
 # start I: runs unit I in the background; its results in $RES/I.*
