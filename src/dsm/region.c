@@ -246,6 +246,17 @@ static knit_status_t adopt(knit_comm_t *world, int prot)
     return agree(world, mine, text);
 }
 
+/* Rank 0 reports a failed init once for everyone (each rank keeps the
+ * text for knit_dsm_last_error). */
+static int failure_reported;
+
+static void report_failure(knit_ctx_t *ctx, knit_status_t st)
+{
+    if (knit_rank(ctx) == 0 && !failure_reported)
+        kn_error("knit_dsm_init: %s", kn_dsm.err[0] ? kn_dsm.err : knit_strerror(st));
+    failure_reported = 1;
+}
+
 /* Map the data file at one address everywhere. */
 static knit_status_t place(knit_comm_t *world)
 {
@@ -389,6 +400,9 @@ static knit_status_t init(knit_ctx_t *ctx, const kn_dsm_layout_t *l)
     if (st == KNIT_OK)
         st = agree(world, mine, kn_dsm.err);
     if (st != KNIT_OK) {
+        /* before the barrier that lets the others go on: a rank that then
+         * exits may end the job at once */
+        report_failure(ctx, st);
         kn_dsm_track_stop();
         unmap_all();
         knit_barrier(world);
@@ -410,10 +424,11 @@ knit_status_t kn_dsm_init_layout(knit_ctx_t *ctx, const kn_dsm_layout_t *l)
     }
     kn_dsm.err[0] = 0;
     pthread_mutex_lock(&kn_dsm.call);
+    failure_reported = 0;
     knit_status_t st = init(ctx, l);
     pthread_mutex_unlock(&kn_dsm.call);
-    if (st != KNIT_OK && knit_rank(ctx) == 0)
-        kn_error("knit_dsm_init: %s", kn_dsm.err[0] ? kn_dsm.err : knit_strerror(st));
+    if (st != KNIT_OK)
+        report_failure(ctx, st);
     return st;
 }
 
