@@ -65,7 +65,18 @@ typedef struct outmsg {
     uint64_t len, sent;
     uint64_t avail;            /* bytes of data in (a message streamed on: fewer than len) */
     int started;
+    /* sent by its descriptor (bulk.c): held until the receiver read it */
+    uint64_t bulk_id, rkey;
+    void *memh;
+    int bulk_dest;
 } outmsg_t;
+
+/* Bulk messages coming in from one sender (bulk.c): what waits for a read
+ * of the sender's memory, and the packets that came after it. */
+typedef struct kn_bulk_rx {
+    kn_list_t q;
+    int draining;
+} kn_bulk_rx_t;
 
 /* A message from one sender that a header handler routed (stream.c):
  * where its fragments go as they arrive. */
@@ -115,6 +126,9 @@ struct kn_daemon {
     int backlog;
     kn_wire_reasm_t *rx;       /* [nids] */
     kn_stream_t *streams;      /* [nids]: routed messages coming in (stream.c) */
+    kn_bulk_rx_t *bulk_rx;     /* [nids]: bulk messages coming in (bulk.c) */
+    kn_list_t bulk_out;        /* bulk messages sent, not yet read */
+    uint64_t bulk_ids;
     watch_t watches[1024];     /* rank sockets, doorbells, signals, the network, module processes */
     int nwatches;
     /* requests */
@@ -156,6 +170,21 @@ void kn_d_send_msg(int dest, int type, uint32_t mod, uint64_t a, uint64_t b, con
  * once where none is); kick: send what dest's queue can now. */
 void kn_d_out_queue(int dest, outmsg_t *o);
 void kn_d_out_kick(int dest);
+/* A checked packet from daemon src, in its turn (w: its wire header); a
+ * whole message from src. */
+void kn_d_packet(int src, const kn_wire_t *w, const void *payload, size_t len);
+void kn_d_message(int src, const kn_wire_t *w, const char *p, uint64_t len);
+
+/* bulk.c: messages of KNIT_AGENT_BULK bytes and more, read by their
+ * receiver from the sender's memory.  send: -1 where o goes in fragments
+ * instead, 0 when the transport has no room now (nothing sent), 2 when
+ * its descriptor went (o is held: kn_d_bulk_hold).  take: 1 where the
+ * packet (checked) is a descriptor, or must wait behind one still being
+ * read; 0: the caller handles it now.  freed: src read the message id. */
+int kn_d_bulk_send(int dest, outmsg_t *o);
+void kn_d_bulk_hold(outmsg_t *o);
+int kn_d_bulk_take(int src, const kn_wire_t *w, const void *payload, size_t len);
+void kn_d_bulk_freed(int src, uint64_t id);
 /* The verdict of this daemon's part of a load (status, and why not). */
 void kn_d_load_verdict(kn_inst_t *in, int32_t status, const char *msg);
 /* Instance id is gone after an unload (its fini has run). */

@@ -47,6 +47,17 @@ int kn_wire_body_ok(const kn_wire_t *w, const void *p, uint64_t len)
     case W_LOAD_DONE:
     case W_FAULT:
         return text_ok(p, len);
+    case W_BULK: {
+        kn_wire_bulk_t b;
+        if (len != sizeof(b))
+            return 0;
+        memcpy(&b, p, sizeof(b));
+        return b.w.magic == w->magic && b.w.version == w->version && b.w.auth == w->auth && b.w.from == w->from &&
+               b.w.type > 0 && b.w.type < W_BULK && b.w.offset == 0 && b.w.total > 0 &&
+               b.w.total <= KN_OFF_MSG_MAX && b.addr != 0;
+    }
+    case W_BULK_DONE:
+        return len == 0;
     }
     return w->type > 0 && w->type < W_MAX;
 }

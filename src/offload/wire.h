@@ -23,7 +23,12 @@
 #define KN_WIRE_VERSION 1
 #define KN_PKT_OFFLOAD 0x40 /* kn_pkt_hdr_t.type of daemon packets */
 
-enum { W_LOAD = 1, W_LOAD_ACK, W_LOAD_DONE, W_UNLOAD, W_MSG, W_REQ, W_DONE, W_FAULT, W_UNLOAD_DONE, W_MAX };
+enum {
+    W_LOAD = 1, W_LOAD_ACK, W_LOAD_DONE, W_UNLOAD, W_MSG, W_REQ, W_DONE, W_FAULT, W_UNLOAD_DONE,
+    W_BULK,      /* a large message to read from the sender's memory (body kn_wire_bulk_t) */
+    W_BULK_DONE, /* read (or not): the sender may free it; a = its id, no body */
+    W_MAX
+};
 
 /* 56 bytes at the start of every fragment (host byte order: the daemons
  * of a job run one build). */
@@ -39,6 +44,17 @@ typedef struct kn_wire {
 } kn_wire_t;
 _Static_assert(sizeof(kn_wire_t) == 56, "wire header is 56 bytes");
 
+/* A message of KNIT_OFFLOAD_BULK_MIN bytes or more between daemons whose
+ * transport reads peer memory goes as this descriptor instead of
+ * fragments (bulk.c): the receiver reads the bytes itself, then answers
+ * W_BULK_DONE with the id. */
+typedef struct kn_wire_bulk {
+    kn_wire_t w;     /* the message's own header (offset 0, total: its bytes) */
+    uint64_t addr;   /* its bytes in the sender */
+    uint64_t rkey;   /* the transport's key for them */
+    uint64_t id;     /* the sender's */
+} kn_wire_bulk_t;
+
 /* One packet from daemon src (of nids): packet type, header, this job's
  * digest, sender, type, and the fragment's bytes inside its message.  On
  * KNIT_OK *w is the header; the fragment's bytes follow it in payload. */
@@ -48,7 +64,9 @@ knit_status_t kn_wire_check(const kn_pkt_hdr_t *hdr, const void *payload, size_t
 /* Per type, what a whole message's bytes must be (the checks that need
  * no daemon state): LOAD starts with a KNIT_MOD_NAME_MAX name field and
  * names a placement 1..3 in b; LOAD_ACK, LOAD_DONE and FAULT carry a
- * NUL-terminated text.  1: acceptable. */
+ * NUL-terminated text; BULK a descriptor whose message is of this job,
+ * from the same sender, of a type other than BULK's two, and not empty;
+ * BULK_DONE nothing.  1: acceptable. */
 int kn_wire_body_ok(const kn_wire_t *w, const void *p, uint64_t len);
 
 /* Reassembly of one sender's fragments.  Zero-initialized; free with

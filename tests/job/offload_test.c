@@ -625,6 +625,18 @@ int main(int argc, char **argv)
             CHECK(right == nnodes, "relay of %u bytes: %d of %d agents got it", sizes[k], right, nnodes);
         }
         CHECK(knit_module_unload(m) == KNIT_OK, "unload");
+    } else if (!strcmp(c, "order")) { /* each sender's messages in order, small and bulk (modules/order.c) */
+        knit_module_t *m = load("order", KNIT_MODULE_AGENT);
+        if (knit_local_rank(ctx) == 0) {
+            uint32_t n = 240, res[2] = {0, 0};
+            size_t len = 0;
+            CHECK(call(m, &n, sizeof(n), res, sizeof(res), &len) == KNIT_OK && len == sizeof(res), "order: %s",
+                  knit_module_last_error(ctx));
+            CHECK(res[0] == n && res[1] == 0, "node %d's next agent got %u of %u messages, %u out of order or wrong",
+                  node, res[0], n, res[1]);
+        }
+        barrier();
+        CHECK(knit_module_unload(m) == KNIT_OK, "unload");
     } else if (!strcmp(c, "paused")) {
         paused();
     } else if (!strcmp(c, "garbage")) {

@@ -74,6 +74,18 @@ else
     fail dsm.stats "status $RC: $(grep 'dsm:' "$ERR" | head -n 2 | tr '\n' '|')"
 fi
 
+# the update stream between agents with every message read by its
+# receiver (KNIT_AGENT_BULK=1: the token, acknowledgements and lock
+# messages too) and with none (0): the same bytes everywhere
+for b in 1 0; do
+    for l in 4:2 6:3; do
+        run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 -x KNIT_AGENT_BULK=$b "$T" stress
+        expect_ok "dsm.bulk$b.stress.n${l%:*}.nodes${l#*:}" stress
+    done
+    run "$KNITRUN" -n 4 --nodes 2 --timeout 90 -x KNIT_AGENT_BULK=$b -x KNIT_DSM_PROTOCOL=invalidate "$T" counter
+    expect_ok "dsm.bulk$b.invalidate.counter.n4.nodes2" counter
+done
+
 # something already at the region's address in one rank: everyone's init
 # fails, the error names the rank and what it has there
 run "$KNITRUN" -n 3 --nodes 2 --timeout 60 -x KNIT_DSM_ADDR=0x200000000000 "$T" conflict

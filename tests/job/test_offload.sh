@@ -122,6 +122,25 @@ done
 run "$KNITRUN" -n 4 --nodes 4 --timeout 50 "$T" "$M" relay host
 expect_ok offload.on_header.relay.host relay
 
+# Bulk messages between daemons (src/offload/bulk.c, KNIT_AGENT_BULK):
+# with 1 every message of a byte or more goes as a descriptor that its
+# receiver reads, the small ones after it waiting their turn; with 0 none
+# does.  Round trips of 0 B to 1 MiB through the switch, the ring's hops
+# and multicast, and the relay's 0 B to 3 MiB down a tree of switches
+# (each passed on once read) must all come through whole and in order;
+# modules/order.c sends each next agent 240 messages of 32 B to 1 MiB,
+# numbered, and the next agent checks their order and bytes.
+for b in 128k 1 0; do
+    run "$KNITRUN" -n 6 --nodes 3 --timeout 50 -x KNIT_AGENT_BULK=$b "$T" "$M" order
+    expect_ok "offload.bulk$b.order.n6.nodes3" order
+done
+for b in 1 0; do
+    for c in "roundtrip switch" "paths agent" "relay agent"; do
+        run "$KNITRUN" -n 5 --nodes 5 --timeout 50 -x KNIT_AGENT_BULK=$b -x KNIT_SWITCH_FANIN=2 "$T" "$M" $c
+        expect_ok "offload.bulk$b.${c%% *}.n5.fanin2" "${c%% *}"
+    done
+done
+
 run "$KNITRUN" -n 4 --nodes 4 --timeout 50 -x KNIT_SWITCH_FANIN=1 "$NOP"
 if [ "$RC" -ne 0 ] && grep -q "KNIT_SWITCH_FANIN=1: must be at least 2" "$ERR"; then
     pass offload.tree.bad_fanin
