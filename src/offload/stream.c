@@ -12,7 +12,7 @@
  * (kn_d_route_whole): the same verdict, only later.  The forwarded copies
  * queue behind what their destination already waits for (frames of one
  * sender to one daemon never interleave), and go out as far as they have
- * come in.
+ * come in.  A bulk message (bulk.c) comes in whole, and is routed so.
  */
 #include "offload/daemon_int.h"
 

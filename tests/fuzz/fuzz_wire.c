@@ -104,6 +104,15 @@ KN_FUZZ_TARGET(wire)
                     KN_FUZZ_CHECK(m.len >= KNIT_MOD_NAME_MAX && m.w.b >= 1 && m.w.b <= 3);
                 if (m.w.type == W_LOAD_ACK || m.w.type == W_LOAD_DONE || m.w.type == W_FAULT)
                     KN_FUZZ_CHECK(m.len > 0 && m.data[m.len - 1] == '\0' && strlen(m.data) < m.len);
+                if (m.w.type == W_BULK) { /* a message of this sender to read, of a real type, in bounds */
+                    kn_wire_bulk_t b;
+                    KN_FUZZ_CHECK(m.len == sizeof(b));
+                    memcpy(&b, m.data, sizeof(b));
+                    KN_FUZZ_CHECK(b.w.from == m.w.from && b.w.auth == m.w.auth && b.w.type > 0 &&
+                                  b.w.type < W_BULK && b.w.total > 0 && b.w.total <= KN_OFF_MSG_MAX);
+                }
+                if (m.w.type == W_BULK_DONE)
+                    KN_FUZZ_CHECK(m.len == 0);
             }
             free(m.owned);
             free(md->buf);
