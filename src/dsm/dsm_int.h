@@ -108,6 +108,11 @@ void kn_dsm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int kn_dsm_track_start(void);   /* 0, or -1 (kn_dsm.err says why) */
 void kn_dsm_track_stop(void);
 knit_status_t kn_dsm_release(void);   /* under kn_dsm.call */
+/* A release of the pages of [addr, addr + len) that this process wrote,
+ * and of nothing else it wrote (the word of a relaxed atomic operation);
+ * under update only: under invalidate (write notices go with every
+ * release) and with one node, kn_dsm_release's.  Under kn_dsm.call. */
+knit_status_t kn_dsm_release_range(const void *addr, size_t len);
 /* invalidate: the pages of an acquire's answer lose their access */
 void kn_dsm_invalidate(const kn_dsm_delta_t *d);
 
@@ -128,6 +133,8 @@ int kn_dsm_own(void *lo, size_t len, int fresh);
 void kn_dsm_own_live(int slot, const void *live);
 /* knit_dsm_lock, or KNIT_ERR_AGAIN at once when another rank holds it. */
 knit_status_t kn_dsm_trylock(uint64_t id);
+/* knit_dsm_unlock whose release is kn_dsm_release_range's (addr, len). */
+knit_status_t kn_dsm_unlock_range(uint64_t id, const void *addr, size_t len);
 /* knit_dsm_barrier among comm's ranks only. */
 knit_status_t kn_dsm_barrier_on(knit_comm_t *comm);
 /* invalidate: learn what other nodes wrote (an acquire); update: nothing. */

@@ -171,7 +171,9 @@ knit_status_t kn_dsm_trylock(uint64_t id)
     return lock(id, KN_DSM_QF_TRY);
 }
 
-knit_status_t knit_dsm_unlock(uint64_t id)
+/* The unlock of id, after a release of everything this process wrote
+ * (addr NULL) or of [addr, addr + len) only. */
+static knit_status_t unlock(uint64_t id, const void *addr, size_t len)
 {
     if (!kn_dsm.base)
         return not_mapped();
@@ -182,7 +184,8 @@ knit_status_t knit_dsm_unlock(uint64_t id)
         kn_dsm_error("lock %llu: this process does not hold it", (unsigned long long)id);
         st = KNIT_ERR_STATE;
     } else {
-        st = kn_dsm_release(); /* what was written under it is everywhere before the next holder */
+        /* what was written under it is everywhere before the next holder */
+        st = addr ? kn_dsm_release_range(addr, len) : kn_dsm_release();
         kn_dsm_q_t q = {.op = KN_DSM_Q_UNLOCK, .a = id};
         knit_status_t st2 = kn_dsm_ask(&q, sizeof(q), NULL, 0);
         kn_dsm.held[at] = kn_dsm.held[--kn_dsm.nheld];
@@ -191,6 +194,16 @@ knit_status_t knit_dsm_unlock(uint64_t id)
     }
     pthread_mutex_unlock(&kn_dsm.call);
     return st;
+}
+
+knit_status_t knit_dsm_unlock(uint64_t id)
+{
+    return unlock(id, NULL, 0);
+}
+
+knit_status_t kn_dsm_unlock_range(uint64_t id, const void *addr, size_t len)
+{
+    return unlock(id, addr, len);
 }
 
 void *knit_dsm_alloc(size_t size)

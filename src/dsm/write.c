@@ -566,6 +566,64 @@ void kn_dsm_invalidate(const kn_dsm_delta_t *d)
     kn_dsm.pos = d->pos;
 }
 
+/* Whether page p holds writes of this process not yet released: its
+ * twin is out (the dirty bit), or it is in use in one of its own ranges. */
+static int written_here(uint64_t p)
+{
+    if (atomic_load_explicit(&kn_dsm.bits[p / 64], memory_order_relaxed) & (1ull << (p % 64)))
+        return 1;
+    const char *at = kn_dsm.base + p * KN_DSM_PAGE;
+    for (int i = 0; i < atomic_load(&kn_dsm.nown); i++) {
+        const kn_dsm_own_t *o = &kn_dsm.own[i];
+        if (o->lo && at + KN_DSM_PAGE > atomic_load_explicit(&o->live, memory_order_relaxed) && at < o->hi)
+            return 1;
+    }
+    return 0;
+}
+
+/* more than this goes out as a whole release (its runs would not fit one part) */
+#define RANGE_PAGES_MAX 16
+
+knit_status_t kn_dsm_release_range(const void *addr, size_t len)
+{
+    const char *a = addr;
+    if (!kn_dsm.protect || kn_dsm.invalidate || !len || a < kn_dsm.base || len > kn_dsm.size ||
+        (size_t)(a - kn_dsm.base) > kn_dsm.size - len)
+        return kn_dsm_release();
+    uint64_t from = (uint64_t)(a - kn_dsm.base) / KN_DSM_PAGE, to = (uint64_t)(a + len - 1 - kn_dsm.base) / KN_DSM_PAGE;
+    if (to - from >= RANGE_PAGES_MAX)
+        return kn_dsm_release();
+    diff_t d = {0};
+    uint64_t np = 0;
+    for (uint64_t p = from; p <= to; p++) {
+        if (!written_here(p))
+            continue;
+        kn_dsm_page_t *pg = &kn_dsm.pages[p];
+        uint64_t first = d.n;
+        kn_dsm_page_lock(pg);
+        int rc = diff_page(p, &d);
+        if (rc >= 0) /* the page stays written: its twin takes what goes out */
+            twin_take(p, first ? first - 1 : 0, d.n);
+        kn_dsm_page_unlock(pg);
+        if (rc < 0) {
+            kn_dsm_error("rank %d: no memory for a release's list of changes", knit_rank(kn_dsm.ctx));
+            return KNIT_ERR_NOMEM;
+        }
+        np++;
+    }
+    if (!d.n)
+        return KNIT_OK; /* nothing of it changed since it last went out */
+    kn_dsm_counters_t *c = &kn_dsm.meta->c;
+    uint64_t t = atomic_fetch_add(&kn_dsm.meta->ticket, 1) + 1;
+    parts_t ps = {.st = KNIT_OK};
+    uint64_t nruns = d.n, bytes = d.bytes;
+    part_send(&ps, &d, t, atomic_load(&kn_dsm.meta->ticket), 1, NULL, 0);
+    atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->runs, nruns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->released, bytes, memory_order_relaxed);
+    return ps.st;
+}
+
 knit_status_t kn_dsm_release(void)
 {
     if (!kn_dsm.protect) { /* one node: the only replica is everyone's */

@@ -28,44 +28,43 @@ static uint64_t stripe(const void *p)
     return ID_STRIPE | (((uintptr_t)p >> 4) % STRIPES);
 }
 
-#define LOCKED(p, body)                                                                                      \
+/* body on the n bytes at p, under the lock of p's stripe; what the
+ * unlock releases follows the order mo (komp_unlock_global_atomic) */
+#define LOCKED(p, n, mo, body)                                                                               \
     do {                                                                                                     \
         uint64_t id_ = stripe(p);                                                                            \
         komp_lock_global(id_);                                                                               \
         body;                                                                                                \
-        komp_unlock_global(id_);                                                                             \
+        komp_unlock_global_atomic(id_, (p), (n), (mo));                                                      \
     } while (0)
 
 /* the operations of size N on type T */
 #define ATOMICS(N, T)                                                                                        \
-    T komp_load_##N(const volatile void *p, int mo) __asm__("__atomic_load_" #N);                           \
+    T komp_load_##N(const volatile void *p, int mo) __asm__("__atomic_load_" #N);                            \
     T komp_load_##N(const volatile void *p, int mo)                                                          \
     {                                                                                                        \
-        (void)mo;                                                                                            \
         if (!shared((const void *)p))                                                                        \
             return __atomic_load_n((const volatile T *)p, __ATOMIC_SEQ_CST);                                 \
         T v;                                                                                                 \
-        LOCKED((const void *)p, v = *(const volatile T *)p);                                                 \
+        LOCKED((const void *)p, N, mo, v = *(const volatile T *)p);                                          \
         return v;                                                                                            \
     }                                                                                                        \
-    void komp_store_##N(volatile void *p, T v, int mo) __asm__("__atomic_store_" #N);                       \
+    void komp_store_##N(volatile void *p, T v, int mo) __asm__("__atomic_store_" #N);                        \
     void komp_store_##N(volatile void *p, T v, int mo)                                                       \
     {                                                                                                        \
-        (void)mo;                                                                                            \
         if (!shared((const void *)p)) {                                                                      \
             __atomic_store_n((volatile T *)p, v, __ATOMIC_SEQ_CST);                                          \
             return;                                                                                          \
         }                                                                                                    \
-        LOCKED((const void *)p, *(volatile T *)p = v);                                                       \
+        LOCKED((const void *)p, N, mo, *(volatile T *)p = v);                                                \
     }                                                                                                        \
-    T komp_exchange_##N(volatile void *p, T v, int mo) __asm__("__atomic_exchange_" #N);                    \
+    T komp_exchange_##N(volatile void *p, T v, int mo) __asm__("__atomic_exchange_" #N);                     \
     T komp_exchange_##N(volatile void *p, T v, int mo)                                                       \
     {                                                                                                        \
-        (void)mo;                                                                                            \
         if (!shared((const void *)p))                                                                        \
             return __atomic_exchange_n((volatile T *)p, v, __ATOMIC_SEQ_CST);                                \
         T old;                                                                                               \
-        LOCKED((const void *)p, old = *(volatile T *)p; *(volatile T *)p = v);                               \
+        LOCKED((const void *)p, N, mo, old = *(volatile T *)p; *(volatile T *)p = v);                        \
         return old;                                                                                          \
     }                                                                                                        \
     bool komp_cas_##N(volatile void *p, void *expected, T desired, bool weak, int smo, int fmo)              \
@@ -73,13 +72,12 @@ static uint64_t stripe(const void *p)
     bool komp_cas_##N(volatile void *p, void *expected, T desired, bool weak, int smo, int fmo)              \
     {                                                                                                        \
         (void)weak;                                                                                          \
-        (void)smo;                                                                                           \
         (void)fmo;                                                                                           \
         if (!shared((const void *)p))                                                                        \
             return __atomic_compare_exchange_n((volatile T *)p, (T *)expected, desired, 0, __ATOMIC_SEQ_CST, \
                                                __ATOMIC_SEQ_CST);                                            \
         bool ok;                                                                                             \
-        LOCKED((const void *)p, {                                                                            \
+        LOCKED((const void *)p, N, smo, {                                                                    \
             T cur = *(volatile T *)p;                                                                        \
             ok = memcmp(&cur, expected, sizeof(T)) == 0;                                                     \
             if (ok)                                                                                          \
@@ -98,30 +96,28 @@ static uint64_t stripe(const void *p)
 
 /* fetch_OP returns the old value, OP_fetch the new one */
 #define RMW(N, T, op, expr)                                                                                  \
-    static T rmw_##op##_##N(volatile void *p, T v, T *newv)                                                  \
+    static T rmw_##op##_##N(volatile void *p, T v, T *newv, int mo)                                          \
     {                                                                                                        \
         T old, nv;                                                                                           \
-        LOCKED((const void *)p, old = *(volatile T *)p; nv = (T)(expr); *(volatile T *)p = nv);              \
+        LOCKED((const void *)p, N, mo, old = *(volatile T *)p; nv = (T)(expr); *(volatile T *)p = nv);       \
         *newv = nv;                                                                                          \
         return old;                                                                                          \
     }                                                                                                        \
-    T komp_fetch_##op##_##N(volatile void *p, T v, int mo) __asm__("__atomic_fetch_" #op "_" #N);           \
+    T komp_fetch_##op##_##N(volatile void *p, T v, int mo) __asm__("__atomic_fetch_" #op "_" #N);            \
     T komp_fetch_##op##_##N(volatile void *p, T v, int mo)                                                   \
     {                                                                                                        \
-        (void)mo;                                                                                            \
         if (!shared((const void *)p))                                                                        \
             return __atomic_fetch_##op((volatile T *)p, v, __ATOMIC_SEQ_CST);                                \
         T nv;                                                                                                \
-        return rmw_##op##_##N(p, v, &nv);                                                                    \
+        return rmw_##op##_##N(p, v, &nv, mo);                                                                \
     }                                                                                                        \
-    T komp_##op##_fetch_##N(volatile void *p, T v, int mo) __asm__("__atomic_" #op "_fetch_" #N);           \
+    T komp_##op##_fetch_##N(volatile void *p, T v, int mo) __asm__("__atomic_" #op "_fetch_" #N);            \
     T komp_##op##_fetch_##N(volatile void *p, T v, int mo)                                                   \
     {                                                                                                        \
-        (void)mo;                                                                                            \
         if (!shared((const void *)p))                                                                        \
             return __atomic_##op##_fetch((volatile T *)p, v, __ATOMIC_SEQ_CST);                              \
         T nv;                                                                                                \
-        rmw_##op##_##N(p, v, &nv);                                                                           \
+        rmw_##op##_##N(p, v, &nv, mo);                                                                       \
         return nv;                                                                                           \
     }
 
@@ -134,10 +130,10 @@ ATOMICS(8, uint64_t)
  * libatomic does where the CPU has no instruction for them. */
 static pthread_mutex_t wide = PTHREAD_MUTEX_INITIALIZER;
 
-#define WIDE(p, body)                                                                                        \
+#define WIDE(p, n, mo, body)                                                                                 \
     do {                                                                                                     \
         if (shared(p)) {                                                                                     \
-            LOCKED(p, body);                                                                                 \
+            LOCKED(p, n, mo, body);                                                                          \
         } else {                                                                                             \
             pthread_mutex_lock(&wide);                                                                       \
             body;                                                                                            \
@@ -148,22 +144,19 @@ static pthread_mutex_t wide = PTHREAD_MUTEX_INITIALIZER;
 void komp_load(size_t n, const volatile void *p, void *ret, int mo) __asm__("__atomic_load");
 void komp_load(size_t n, const volatile void *p, void *ret, int mo)
 {
-    (void)mo;
-    WIDE((const void *)p, memcpy(ret, (const void *)p, n));
+    WIDE((const void *)p, n, mo, memcpy(ret, (const void *)p, n));
 }
 
 void komp_store(size_t n, volatile void *p, void *val, int mo) __asm__("__atomic_store");
 void komp_store(size_t n, volatile void *p, void *val, int mo)
 {
-    (void)mo;
-    WIDE((const void *)p, memcpy((void *)p, val, n));
+    WIDE((const void *)p, n, mo, memcpy((void *)p, val, n));
 }
 
 void komp_exchange(size_t n, volatile void *p, void *val, void *ret, int mo) __asm__("__atomic_exchange");
 void komp_exchange(size_t n, volatile void *p, void *val, void *ret, int mo)
 {
-    (void)mo;
-    WIDE((const void *)p, {
+    WIDE((const void *)p, n, mo, {
         memcpy(ret, (const void *)p, n);
         memcpy((void *)p, val, n);
     });
@@ -173,10 +166,9 @@ bool komp_cas(size_t n, volatile void *p, void *expected, void *desired, int smo
     __asm__("__atomic_compare_exchange");
 bool komp_cas(size_t n, volatile void *p, void *expected, void *desired, int smo, int fmo)
 {
-    (void)smo;
     (void)fmo;
     bool ok;
-    WIDE((const void *)p, {
+    WIDE((const void *)p, n, smo, {
         ok = memcmp((const void *)p, expected, n) == 0;
         if (ok)
             memcpy((void *)p, desired, n);

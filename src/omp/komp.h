@@ -161,6 +161,11 @@ uint64_t komp_ws_id(const komp_team_t *tm, uint64_t seq);
 /* sync.c */
 void komp_lock_global(uint64_t id);
 void komp_unlock_global(uint64_t id);
+/* komp_unlock_global after an atomic operation of order mo on [p, p + n):
+ * relaxed, consume or acquire releases only the pages of [p, p + n) this
+ * process wrote (OpenMP's atomic without a memory-order clause orders
+ * nothing else); release and stronger, everything. */
+void komp_unlock_global_atomic(uint64_t id, const void *p, size_t n, int mo);
 int komp_multi_team(void);  /* the calling thread's team spans nodes */
 
 /* heap.c */

@@ -71,10 +71,10 @@ static void global_take(uint64_t id)
         komp_fatal("a lock of the job (%#llx): %s", (unsigned long long)id, knit_dsm_last_error());
 }
 
-static void global_give(uint64_t id)
+static void global_give(uint64_t id, const void *p, size_t n)
 {
     komp_own_live(komp_thr());
-    knit_status_t st = knit_dsm_unlock(id);
+    knit_status_t st = p ? kn_dsm_unlock_range(id, p, n) : knit_dsm_unlock(id);
     if (st != KNIT_OK)
         komp_fatal("a lock of the job (%#llx): %s", (unsigned long long)id, knit_dsm_last_error());
 }
@@ -91,7 +91,17 @@ void komp_unlock_global(uint64_t id)
 {
     entry_t *e = entry_of(id);
     if (komp.multi)
-        global_give(id);
+        global_give(id, NULL, 0);
+    pthread_mutex_unlock(&e->m);
+}
+
+void komp_unlock_global_atomic(uint64_t id, const void *p, size_t n, int mo)
+{
+    entry_t *e = entry_of(id);
+    if (komp.multi) {
+        int narrow = mo == __ATOMIC_RELAXED || mo == __ATOMIC_CONSUME || mo == __ATOMIC_ACQUIRE;
+        global_give(id, narrow ? p : NULL, n);
+    }
     pthread_mutex_unlock(&e->m);
 }
 

@@ -82,6 +82,7 @@ atomic_update          .   x   x   x   x   .   x     -
 atomic_capture         .   x   x   .   .   x   .     -
 atomic_rw              .   x   x   x   .   .   .     -
 atomic_flag            .   x   x   x   .   .   .     -
+atomic_mixed           .   x   x   x   x   x   x     -
 lock                   .   x   x   x   x   .   x     -
 nest_lock              x   x   x   .   .   x   .     -
 barrier                .   x   x   x   x   x   x     -
