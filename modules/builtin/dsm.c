@@ -137,17 +137,6 @@ static const char *frame_next(const kn_dsm_frame_t *f, const char *end)
     return (uint64_t)(end - (const char *)f) < step ? end : (const char *)f + step;
 }
 
-/* A byte of mask as a word: byte i all ones where bit i is set (a
- * table: the loop over the bits took a sixth of an agent's time applying
- * Himeno's masked pages). */
-#define SPREAD_BIT(x, i) ((x) & (1u << (i)) ? 0xffull << (8 * (i)) : 0)
-#define SPREAD1(x)                                                                                           \
-    (SPREAD_BIT(x, 0) | SPREAD_BIT(x, 1) | SPREAD_BIT(x, 2) | SPREAD_BIT(x, 3) | SPREAD_BIT(x, 4) |         \
-     SPREAD_BIT(x, 5) | SPREAD_BIT(x, 6) | SPREAD_BIT(x, 7))
-#define SPREAD4(x) SPREAD1(x), SPREAD1((x) + 1), SPREAD1((x) + 2), SPREAD1((x) + 3)
-#define SPREAD16(x) SPREAD4(x), SPREAD4((x) + 4), SPREAD4((x) + 8), SPREAD4((x) + 12)
-#define SPREAD64(x) SPREAD16(x), SPREAD16((x) + 16), SPREAD16((x) + 32), SPREAD16((x) + 48)
-static const uint64_t spread[256] = {SPREAD64(0u), SPREAD64(64u), SPREAD64(128u), SPREAD64(192u)};
 
 /* A masked frame: the bytes of [off, off + len) whose bit is set (one
  * page; a byte of mask per 8 bytes: all, none, or bit by bit). */
@@ -163,7 +152,7 @@ static void apply_masked(state_t *s, uint64_t off, const unsigned char *mask, co
             unsigned mb = mask[i / 8];
             if (!mb)
                 continue;
-            uint64_t m = spread[mb], dv, sv;
+            uint64_t m = kn_dsm_spread[mb], dv, sv;
             memcpy(&dv, d + i, 8);
             memcpy(&sv, src + i, 8);
             dv = (dv & ~m) | (sv & m);

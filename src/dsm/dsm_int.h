@@ -67,6 +67,13 @@ typedef struct kn_dsm {
     char name[3][KN_DSM_NAME_MAX]; /* data, twin, meta */
     /* pages this process made writable since its last release */
     _Atomic uint64_t *bits;      /* [npages / 64] */
+    /* update: pages kept writable across releases (write.c, KNIT_DSM_KEEP):
+     * keep[p] 0, or 1 + the releases in a row that found p unchanged;
+     * seen[p] the last release that had p in its list */
+    uint8_t *keep;
+    uint32_t *seen;
+    uint32_t nrel;
+    int keep_max;
     uint32_t *dirty, *work;      /* [npages] each: the list, and a release's copy */
     uint64_t ndirty;
     atomic_flag dirty_lock;

@@ -120,6 +120,18 @@ typedef struct kn_dsm_q {
 #define KN_DSM_SCATTER 8
 #define KN_DSM_RUN_MAX (1u << 30)   /* bytes of one run, at most */
 
+/* A byte of a mask as a word: byte i all ones where bit i is set (a
+ * table: a loop over the bits took a sixth of an agent's time applying
+ * Himeno's masked pages, and of a rank's taking them into its twins). */
+#define KN_DSM_SPB(x, i) ((x) & (1u << (i)) ? 0xffull << (8 * (i)) : 0)
+#define KN_DSM_SP1(x)                                                                                         \
+    (KN_DSM_SPB(x, 0) | KN_DSM_SPB(x, 1) | KN_DSM_SPB(x, 2) | KN_DSM_SPB(x, 3) | KN_DSM_SPB(x, 4) |           \
+     KN_DSM_SPB(x, 5) | KN_DSM_SPB(x, 6) | KN_DSM_SPB(x, 7))
+#define KN_DSM_SP4(x) KN_DSM_SP1(x), KN_DSM_SP1((x) + 1), KN_DSM_SP1((x) + 2), KN_DSM_SP1((x) + 3)
+#define KN_DSM_SP16(x) KN_DSM_SP4(x), KN_DSM_SP4((x) + 4), KN_DSM_SP4((x) + 8), KN_DSM_SP4((x) + 12)
+#define KN_DSM_SP64(x) KN_DSM_SP16(x), KN_DSM_SP16((x) + 16), KN_DSM_SP16((x) + 32), KN_DSM_SP16((x) + 48)
+static const uint64_t kn_dsm_spread[256] = {KN_DSM_SP64(0u), KN_DSM_SP64(64u), KN_DSM_SP64(128u), KN_DSM_SP64(192u)};
+
 typedef struct kn_dsm_run {
     uint64_t off;
     uint32_t len;

@@ -328,6 +328,10 @@ static knit_status_t init(knit_ctx_t *ctx, const kn_dsm_layout_t *l)
         kn_dsm_error("KNIT_DSM_HOME_BLOCK=%llu is not a multiple of 4096", (unsigned long long)kn_cfg.dsm_home_block);
         return KNIT_ERR_INVAL;
     }
+    if (kn_cfg.dsm_keep < 0 || kn_cfg.dsm_keep > 250) {
+        kn_dsm_error("KNIT_DSM_KEEP=%lld: releases in a row, 0 to 250", (long long)kn_cfg.dsm_keep);
+        return KNIT_ERR_INVAL;
+    }
     if (!size || size % KN_DSM_PAGE || size > (1ull << 46)) {
         kn_dsm_error("a region of %zu bytes: the size must be a multiple of 4096, at most 64 TiB", size);
         return KNIT_ERR_INVAL;
@@ -352,6 +356,8 @@ static knit_status_t init(knit_ctx_t *ctx, const kn_dsm_layout_t *l)
     kn_dsm.node = knit_node(ctx);
     kn_dsm.protect = kn_dsm.nnodes > 1;
     kn_dsm.invalidate = kn_cfg.dsm_protocol == 1;
+    /* (invalidate: an acquire must be able to take any page another node wrote) */
+    kn_dsm.keep_max = kn_dsm.invalidate ? 0 : kn_cfg.dsm_keep;
     kn_dsm_homes_of(&kn_dsm.homes, kn_cfg.dsm_home_block / KN_DSM_PAGE, l->own_zone / KN_DSM_PAGE,
                     l->own_slice / KN_DSM_PAGE, kn_dsm.nnodes);
     kn_dsm.pos = 0;

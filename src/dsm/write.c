@@ -258,8 +258,12 @@ int kn_dsm_track_start(void)
     kn_dsm.dirty = map_anon(kn_dsm.list_len);
     kn_dsm.work = map_anon(kn_dsm.list_len);
     kn_dsm.inval = kn_dsm.invalidate ? map_anon(kn_dsm.bits_len) : NULL;
+    kn_dsm.keep = kn_dsm.keep_max ? map_anon(kn_dsm.npages) : NULL;
+    kn_dsm.seen = kn_dsm.keep_max ? map_anon(kn_dsm.list_len) : NULL;
     kn_dsm.ndirty = 0;
-    if (!kn_dsm.bits || !kn_dsm.dirty || !kn_dsm.work || (kn_dsm.invalidate && !kn_dsm.inval)) {
+    kn_dsm.nrel = 0;
+    if (!kn_dsm.bits || !kn_dsm.dirty || !kn_dsm.work || (kn_dsm.invalidate && !kn_dsm.inval) ||
+        (kn_dsm.keep_max && (!kn_dsm.keep || !kn_dsm.seen))) {
         kn_dsm_error("rank %d: no memory for the region's page lists", knit_rank(kn_dsm.ctx));
         kn_dsm_track_stop();
         return -1;
@@ -290,7 +294,13 @@ void kn_dsm_track_stop(void)
         munmap(kn_dsm.work, kn_dsm.list_len);
     if (kn_dsm.inval)
         munmap(kn_dsm.inval, kn_dsm.bits_len);
+    if (kn_dsm.keep)
+        munmap(kn_dsm.keep, kn_dsm.npages);
+    if (kn_dsm.seen)
+        munmap(kn_dsm.seen, kn_dsm.list_len);
     kn_dsm.inval = NULL;
+    kn_dsm.keep = NULL;
+    kn_dsm.seen = NULL;
     free(kn_dsm.delta);
     kn_dsm.delta = NULL;
     kn_dsm.delta_cap = 0;
@@ -450,12 +460,19 @@ static void twin_take(uint64_t p, uint64_t from, uint64_t to)
             memcpy(kn_dsm.twin + a, kn_dsm.base + a, b - a);
             continue;
         }
+        /* (a word at a time: only this rank and the agent write the twin,
+         * both under the page's lock) */
         const unsigned char *mask = kn_dsm.masks + (uint64_t)(run->mask - 1) * KN_DSM_MASK;
-        for (uint64_t w = 0; w < run->len / 8; w++)
-            for (unsigned mb = mask[w]; mb; mb &= mb - 1) {
-                uint64_t at = run->off + w * 8 + (unsigned)__builtin_ctz(mb);
-                kn_dsm.twin[at] = kn_dsm.base[at];
-            }
+        for (uint64_t w = 0; w < run->len / 8; w++) {
+            uint64_t m = kn_dsm_spread[mask[w]], tv, cv;
+            if (!m)
+                continue;
+            char *t = kn_dsm.twin + run->off + w * 8;
+            memcpy(&tv, t, 8);
+            memcpy(&cv, kn_dsm.base + run->off + w * 8, 8);
+            tv = (tv & ~m) | (cv & m);
+            memcpy(t, &tv, 8);
+        }
     }
 }
 
@@ -624,6 +641,42 @@ knit_status_t kn_dsm_release_range(const void *addr, size_t len)
     return ps.st;
 }
 
+/* Update (KNIT_DSM_KEEP): which pages of a release's sorted list stay
+ * writable.  A page listed again within KEEP_WINDOW releases of its last
+ * one is kept; a kept page goes back to write protection once keep_max
+ * releases in a row found it unchanged (it was compared each time).
+ * Moves the kept pages, in order, to the end of the list and lists them
+ * for the next release; returns how many are sealed (protected).  Under
+ * kn_dsm.call and sealing, the dirty list's lock not held. */
+#define KEEP_WINDOW 4
+
+static uint64_t keep_split(uint32_t *list, uint64_t np)
+{
+    if (!kn_dsm.keep_max)
+        return np;
+    uint32_t rel = ++kn_dsm.nrel;
+    /* (no thread adds to the list while the release seals: faults wait) */
+    while (atomic_flag_test_and_set_explicit(&kn_dsm.dirty_lock, memory_order_acquire))
+        kn_cpu_relax();
+    uint32_t *kept = kn_dsm.dirty + kn_dsm.ndirty;
+    uint64_t nsealed = 0, nkept = 0;
+    for (uint64_t i = 0; i < np; i++) {
+        uint32_t p = list[i];
+        uint8_t k = kn_dsm.keep[p];
+        int keep = k ? k <= kn_dsm.keep_max : kn_dsm.seen[p] && rel - kn_dsm.seen[p] <= KEEP_WINDOW;
+        kn_dsm.seen[p] = rel;
+        kn_dsm.keep[p] = keep ? (k ? k : 1) : 0;
+        if (keep)
+            kept[nkept++] = p;
+        else
+            list[nsealed++] = p;
+    }
+    memcpy(list + nsealed, kept, nkept * sizeof(uint32_t));
+    kn_dsm.ndirty += nkept;
+    atomic_flag_clear_explicit(&kn_dsm.dirty_lock, memory_order_release);
+    return nsealed;
+}
+
 knit_status_t kn_dsm_release(void)
 {
     if (!kn_dsm.protect) { /* one node: the only replica is everyone's */
@@ -642,13 +695,16 @@ knit_status_t kn_dsm_release(void)
     kn_dsm.ndirty = 0;
     atomic_flag_clear_explicit(&kn_dsm.dirty_lock, memory_order_release);
     qsort(list, np, sizeof(uint32_t), cmp_u32);
-    protect(list, np, PROT_READ);
-    for (uint64_t i = 0; i < np; i++)
+    /* the pages kept writable go to the end of the list, and into the
+     * next release's list (their bits stay) */
+    uint64_t nsealed = keep_split(list, np);
+    protect(list, nsealed, PROT_READ);
+    for (uint64_t i = 0; i < nsealed; i++)
         atomic_fetch_and(&kn_dsm.bits[list[i] / 64], ~(1ull << (list[i] % 64)));
     atomic_store(&kn_dsm.sealing, 0);
-    /* then the owned pages in use: they stay writable, and their twins
-     * take all that goes out */
-    uint64_t nowned = np;
+    /* then the owned pages in use: kept and owned pages stay writable, and
+     * their twins take all that goes out */
+    uint64_t nowned = nsealed;
     np += owned_live(list, np);
     if (!np)
         return KNIT_OK; /* nothing written since the last release (which waited for it all) */
@@ -660,7 +716,7 @@ knit_status_t kn_dsm_release(void)
     for (uint64_t i = 0; i < np; i++) { /* (after a failure, the pages' counts still go down) */
         uint64_t p = list[i];
         kn_dsm_page_t *pg = &kn_dsm.pages[p];
-        uint64_t first = d.n;
+        uint64_t first = d.n, bytes = d.bytes;
         kn_dsm_page_lock(pg);
         int home_here = kn_dsm.invalidate && kn_dsm_home(&kn_dsm.homes, p) == kn_dsm.node;
         if (ps.st == KNIT_OK && !home_here && diff_page(p, &d) < 0) /* (a page homed here is in place) */
@@ -673,6 +729,8 @@ knit_status_t kn_dsm_release(void)
             atomic_fetch_sub_explicit(pg, 1, memory_order_relaxed);
         kn_dsm_page_unlock(pg);
         nruns += d.n - first;
+        if (kn_dsm.keep_max && kn_dsm.keep[p] && kn_dsm.keep[p] <= kn_dsm.keep_max) /* kept: changed or not */
+            kn_dsm.keep[p] = d.bytes > bytes ? 1 : (uint8_t)(kn_dsm.keep[p] + 1);
         if (ps.st == KNIT_OK && i + 1 < np &&
             (d.bytes - part_from >= PART_BYTES || d.n + KN_DSM_SCATTER + 1 > KN_DSM_RUNS_MAX ||
              d.nmasks == KN_DSM_MASKS_MAX)) {

@@ -86,6 +86,24 @@ for b in 1 0; do
     expect_ok "dsm.bulk$b.invalidate.counter.n4.nodes2" counter
 done
 
+# pages kept writable across releases (KNIT_DSM_KEEP, default 4): none
+# (every release protects), and back to protection after one unchanged
+# release (kept, unkept and kept again all the time); counter: locks
+for k in 0 1; do
+    for l in 2:2 4:2; do
+        run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 -x KNIT_DSM_KEEP=$k "$T" stress
+        expect_ok "dsm.keep$k.stress.n${l%:*}.nodes${l#*:}" stress
+    done
+    run "$KNITRUN" -n 4 --nodes 2 --timeout 90 -x KNIT_DSM_KEEP=$k "$T" counter
+    expect_ok "dsm.keep$k.counter.n4.nodes2" counter
+done
+run "$KNITRUN" -n 1 --timeout 60 -x KNIT_DSM_KEEP=251 "$T" same
+if [ "$RC" -ne 0 ] && grep -q 'KNIT_DSM_KEEP=251: releases in a row, 0 to 250' "$ERR"; then
+    pass dsm.keep_bad
+else
+    fail dsm.keep_bad "status $RC: $(head -n 2 "$ERR" | tr '\n' '|')"
+fi
+
 # something already at the region's address in one rank: everyone's init
 # fails, the error names the rank and what it has there
 run "$KNITRUN" -n 3 --nodes 2 --timeout 60 -x KNIT_DSM_ADDR=0x200000000000 "$T" conflict
