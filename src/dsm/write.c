@@ -647,7 +647,7 @@ knit_status_t kn_dsm_release_range(const void *addr, size_t len)
  * releases in a row found it unchanged (it was compared each time).
  * Moves the kept pages, in order, to the end of the list and lists them
  * for the next release; returns how many are sealed (protected).  Under
- * kn_dsm.call and sealing, the dirty list's lock not held. */
+ * kn_dsm.call, while the release seals. */
 #define KEEP_WINDOW 4
 
 static uint64_t keep_split(uint32_t *list, uint64_t np)
