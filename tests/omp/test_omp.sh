@@ -83,6 +83,7 @@ atomic_capture         .   x   x   .   .   x   .     -
 atomic_rw              .   x   x   x   .   .   .     -
 atomic_flag            .   x   x   x   .   .   .     -
 atomic_mixed           .   x   x   x   x   x   x     -
+affinity               .   x   x   x   .   .   .     -
 lock                   .   x   x   x   x   .   x     -
 nest_lock              x   x   x   .   .   x   .     -
 barrier                .   x   x   x   x   x   x     -
