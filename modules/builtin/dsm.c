@@ -137,7 +137,6 @@ static const char *frame_next(const kn_dsm_frame_t *f, const char *end)
     return (uint64_t)(end - (const char *)f) < step ? end : (const char *)f + step;
 }
 
-
 /* A masked frame: the bytes of [off, off + len) whose bit is set (one
  * page; a byte of mask per 8 bytes: all, none, or bit by bit). */
 static void apply_masked(state_t *s, uint64_t off, const unsigned char *mask, const unsigned char *src, uint64_t len)

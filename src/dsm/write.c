@@ -229,15 +229,22 @@ void kn_dsm_own_live(int slot, const void *live)
 }
 
 /* The owned pages in use now, after list[0, n): how many. */
+/* The pages [*from, *to) of owned range o in use (none when the slot is free). */
+static void own_in_use(const kn_dsm_own_t *o, uint64_t *from, uint64_t *to)
+{
+    *from = *to = 0;
+    if (!o->lo)
+        return;
+    *from = (uint64_t)(atomic_load_explicit(&o->live, memory_order_relaxed) - kn_dsm.base) / KN_DSM_PAGE;
+    *to = (uint64_t)(o->hi - kn_dsm.base) / KN_DSM_PAGE;
+}
+
 static uint64_t owned_live(uint32_t *list, uint64_t n)
 {
     uint64_t k = 0;
     for (int i = 0; i < kn_dsm.nown; i++) {
-        const kn_dsm_own_t *o = &kn_dsm.own[i];
-        if (!o->lo)
-            continue;
-        uint64_t from = (uint64_t)(atomic_load_explicit(&o->live, memory_order_relaxed) - kn_dsm.base) / KN_DSM_PAGE;
-        uint64_t to = (uint64_t)(o->hi - kn_dsm.base) / KN_DSM_PAGE;
+        uint64_t from, to;
+        own_in_use(&kn_dsm.own[i], &from, &to);
         for (uint64_t p = from; p < to && n + k < kn_dsm.npages; p++)
             list[n + k++] = (uint32_t)p;
     }
@@ -589,13 +596,22 @@ static int written_here(uint64_t p)
 {
     if (atomic_load_explicit(&kn_dsm.bits[p / 64], memory_order_relaxed) & (1ull << (p % 64)))
         return 1;
-    const char *at = kn_dsm.base + p * KN_DSM_PAGE;
-    for (int i = 0; i < atomic_load(&kn_dsm.nown); i++) {
-        const kn_dsm_own_t *o = &kn_dsm.own[i];
-        if (o->lo && at + KN_DSM_PAGE > atomic_load_explicit(&o->live, memory_order_relaxed) && at < o->hi)
+    for (int i = 0; i < kn_dsm.nown; i++) {
+        uint64_t from, to;
+        own_in_use(&kn_dsm.own[i], &from, &to);
+        if (p >= from && p < to)
             return 1;
     }
     return 0;
+}
+
+/* A release's pages diffed, runs and bytes, in the node's counters (KNIT_STATS). */
+static void count_release(uint64_t pages, uint64_t runs, uint64_t bytes)
+{
+    kn_dsm_counters_t *c = &kn_dsm.meta->c;
+    atomic_fetch_add_explicit(&c->diffs, pages, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->runs, runs, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->released, bytes, memory_order_relaxed);
 }
 
 /* more than this goes out as a whole release (its runs would not fit one part) */
@@ -630,14 +646,11 @@ knit_status_t kn_dsm_release_range(const void *addr, size_t len)
     }
     if (!d.n)
         return KNIT_OK; /* nothing of it changed since it last went out */
-    kn_dsm_counters_t *c = &kn_dsm.meta->c;
     uint64_t t = atomic_fetch_add(&kn_dsm.meta->ticket, 1) + 1;
     parts_t ps = {.st = KNIT_OK};
     uint64_t nruns = d.n, bytes = d.bytes;
     part_send(&ps, &d, t, atomic_load(&kn_dsm.meta->ticket), 1, NULL, 0);
-    atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->runs, nruns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->released, bytes, memory_order_relaxed);
+    count_release(np, nruns, bytes);
     return ps.st;
 }
 
@@ -708,7 +721,6 @@ knit_status_t kn_dsm_release(void)
     np += owned_live(list, np);
     if (!np)
         return KNIT_OK; /* nothing written since the last release (which waited for it all) */
-    kn_dsm_counters_t *c = &kn_dsm.meta->c;
     uint64_t t = atomic_fetch_add(&kn_dsm.meta->ticket, 1) + 1;
     diff_t d = {0};
     uint64_t nruns = 0, part_from = 0;
@@ -749,9 +761,7 @@ knit_status_t kn_dsm_release(void)
     parts_wait(&ps);
     if (last == KNIT_OK && failed == KNIT_OK && ps.st != KNIT_OK) /* an earlier part's */
         failed = ps.st;
-    atomic_fetch_add_explicit(&c->diffs, np, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->runs, nruns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->released, d.bytes, memory_order_relaxed);
+    count_release(np, nruns, d.bytes);
     if (failed != KNIT_OK) {
         kn_dsm_error("rank %d: a release's changes could not go to the agent (%s): its writes did not all leave "
                      "the node",

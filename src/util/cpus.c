@@ -65,22 +65,50 @@ int kn_cpus_parse(const char *text, cpu_set_t *out)
     return CPU_COUNT(out) ? 0 : -1;
 }
 
-void kn_cpus_unbind_crowded(int host_procs, int busy_daemons)
+/* To the cpus of KNIT_UNBIND_CPUS: 0, 1 where it is unset, -1 (logged)
+ * where it is not a list or the kernel refused; why: what it is for. */
+static int widen_to_job(const char *why)
 {
-    static int done;
     const char *v = getenv(KN_ENV_UNBIND_CPUS);
-    if (done || !v || host_procs + busy_daemons <= kn_cpus_host())
-        return;
-    done = 1;
+    if (!v)
+        return 1;
     cpu_set_t set;
     if (kn_cpus_parse(v, &set) < 0) {
         kn_warn("%s=%s: not a list of cpus, left bound", KN_ENV_UNBIND_CPUS, v);
-        return;
+        return -1;
     }
-    if (sched_setaffinity(0, sizeof(set), &set) < 0)
-        kn_warn("widening to cpus %s for the offload daemons: %m", v);
-    else
-        kn_debug("offload daemons at work on a crowded host: widened to cpus %s", v);
+    if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+        kn_warn("widening to cpus %s for %s: %m", v, why);
+        return -1;
+    }
+    kn_debug("%s: widened to cpus %s", why, v);
+    return 0;
+}
+
+void kn_cpus_unbind_crowded(int host_procs, int busy_daemons)
+{
+    static int done;
+    if (done || !getenv(KN_ENV_UNBIND_CPUS) || host_procs + busy_daemons <= kn_cpus_host())
+        return;
+    done = 1;
+    widen_to_job("the offload daemons at work on a crowded host");
+}
+
+int kn_cpus_widen(void)
+{
+    int rc = widen_to_job("the process's threads");
+    if (rc <= 0)
+        return rc;
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long i = 0; i < cpus && i < CPU_SETSIZE; i++)
+        CPU_SET(i, &all);
+    if (sched_setaffinity(0, sizeof(all), &all) < 0) {
+        kn_warn("widening to every cpu for the process's threads: %m");
+        return -1;
+    }
+    return 0;
 }
 
 int kn_cpus_set_slice(uint64_t slice_ns)

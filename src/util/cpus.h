@@ -27,6 +27,12 @@ int kn_cpus_parse(const char *text, cpu_set_t *out);
  * beside it instead of behind it.  Once; nothing when not bound so. */
 void kn_cpus_unbind_crowded(int host_procs, int busy_daemons);
 
+/* This process may run on the job's cpus on this host: KNIT_UNBIND_CPUS
+ * where knitrun's auto binding gave it part of them, else every online
+ * cpu (what a process of several threads needs whatever its rank was
+ * bound to).  0, or -1 (logged) where the kernel refused. */
+int kn_cpus_widen(void);
+
 /* Ask the scheduler for time slices of slice_ns for this thread (and the
  * processes it forks): Linux 6.12's EEVDF lets a task with a shorter
  * slice preempt a running one as soon as it wakes, where the default
