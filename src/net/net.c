@@ -141,6 +141,17 @@ typedef struct net_peer {
  * 8 ms per message hop, cpus full).  Such a descriptor is left out of the
  * epoll until it stops being readable. */
 enum { WAIT_MEMBERS = 8, WAIT_STUCK_ARMS = 8 };
+
+/* How long the members read out of an epoll wait descriptor are trusted
+ * before they are read again.  Reading them takes a readlink and an open,
+ * read and close of /proc/self/fdinfo: about 12 us on virtual cpus where
+ * a system call costs 1 us, at every arm of every wait (each hop of a
+ * message between daemons armed twice).  The net provider's set is its
+ * progress epoll and its signal, for the endpoint's life (connections go
+ * into the inner epoll), so the members change only where a provider
+ * adds to its outer set; a wait that missed such a change still ends at
+ * its timeout, and the next arm after this long reads them afresh. */
+#define WAIT_RECHECK_NS (100 * KN_NSEC_PER_MSEC)
 typedef struct wait_member {
     int fd;
     short events;
@@ -161,6 +172,9 @@ typedef struct net_tl {
     int wait_pollfd;           /* the CQ gives its descriptors (FI_WAIT_POLLFD) */
     int nwait;
     wait_member_t wait[WAIT_MEMBERS];
+    struct pollfd given[WAIT_MEMBERS]; /* what FI_GETWAIT gave when the members were read */
+    int ngiven;
+    uint64_t wait_read_ns;     /* when the members were last read (WAIT_RECHECK_NS) */
     size_t addrlen;            /* length of this endpoint's address */
     int mr_local, mr_endpoint, mr_prov_key, mr_virt;
     int write_dc;              /* writes need FI_DELIVERY_COMPLETE */
@@ -859,8 +873,27 @@ static int expand_wait_fd(int fd, short events, struct pollfd *out, int max)
     return n;
 }
 
+/* The epoll of net_arm holds fds now (nfds of them): 0, or -1 (said). */
+static int wait_rebuild(net_tl_t *n, const struct pollfd *fds, int nfds)
+{
+    for (int i = 0; i < n->nwait; i++)
+        if (!n->wait[i].out)
+            (void)epoll_ctl(n->wait_fd, EPOLL_CTL_DEL, n->wait[i].fd, NULL);
+    n->nwait = 0;
+    for (int i = 0; i < nfds; i++) {
+        struct epoll_event ev = {.events = (uint32_t)fds[i].events};
+        if (epoll_ctl(n->wait_fd, EPOLL_CTL_ADD, fds[i].fd, &ev) < 0) {
+            kn_info("network completion queue: epoll of wait descriptor %d: %m", fds[i].fd);
+            return -1;
+        }
+        n->wait[n->nwait++] = (wait_member_t){.fd = fds[i].fd, .events = fds[i].events};
+    }
+    return 0;
+}
+
 /* Read the CQ's wait descriptors into the epoll that net_arm returns (again
- * when they changed).  0, or -1 when they cannot be had. */
+ * when they changed, or WAIT_RECHECK_NS after they were last read).  0, or
+ * -1 when they cannot be had. */
 static int wait_members(net_tl_t *n)
 {
     struct pollfd given[WAIT_MEMBERS], fds[WAIT_MEMBERS];
@@ -882,25 +915,23 @@ static int wait_members(net_tl_t *n)
         given[0].events = POLLIN;
         ngiven = 1;
     }
+    uint64_t now = kn_time_ns();
+    int known = ngiven == n->ngiven && now - n->wait_read_ns < WAIT_RECHECK_NS;
+    for (int i = 0; known && i < ngiven; i++)
+        known = given[i].fd == n->given[i].fd && given[i].events == n->given[i].events;
+    if (known)
+        return 0;
+    n->ngiven = 0; /* until the members are in the epoll */
     for (int i = 0; i < ngiven; i++)
         nfds += expand_wait_fd(given[i].fd, given[i].events, fds + nfds, WAIT_MEMBERS - nfds);
     int same = nfds == n->nwait;
     for (int i = 0; same && i < nfds; i++)
         same = fds[i].fd == n->wait[i].fd && fds[i].events == n->wait[i].events;
-    if (same)
-        return 0;
-    for (int i = 0; i < n->nwait; i++)
-        if (!n->wait[i].out)
-            (void)epoll_ctl(n->wait_fd, EPOLL_CTL_DEL, n->wait[i].fd, NULL);
-    n->nwait = 0;
-    for (int i = 0; i < nfds; i++) {
-        struct epoll_event ev = {.events = (uint32_t)fds[i].events};
-        if (epoll_ctl(n->wait_fd, EPOLL_CTL_ADD, fds[i].fd, &ev) < 0) {
-            kn_info("network completion queue: epoll of wait descriptor %d: %m", fds[i].fd);
-            return -1;
-        }
-        n->wait[n->nwait++] = (wait_member_t){.fd = fds[i].fd, .events = fds[i].events};
-    }
+    if (!same && wait_rebuild(n, fds, nfds) != 0)
+        return -1;
+    memcpy(n->given, given, (size_t)ngiven * sizeof(given[0]));
+    n->ngiven = ngiven;
+    n->wait_read_ns = now;
     return 0;
 }
 
@@ -1406,7 +1437,7 @@ knit_status_t kn_net_open(const kn_net_params_t *p, kn_tl_recv_cb_t cb, void *cb
             continue;
         }
         n->wait_pollfd = waits[w] == FI_WAIT_POLLFD;
-        n->nwait = 0;
+        n->nwait = n->ngiven = 0;
         n->wait_fd = epoll_create1(EPOLL_CLOEXEC);
         if (n->wait_fd >= 0 && wait_members(n) == 0)
             break;
