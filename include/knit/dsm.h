@@ -14,6 +14,14 @@
  * different bytes of one page both keep their bytes.
  *   knit_dsm_flush     this rank's writes so far are in every replica when
  *                      it returns (a release)
+ *   knit_dsm_push      this rank's writes so far start out to every replica,
+ *                      and it returns without waiting for them (the next
+ *                      flush, unlock or barrier does); while one push
+ *                      travels, another does nothing.  Not a release: it
+ *                      orders nothing, it only lets others see writes
+ *                      sooner (a progress view; under invalidate the
+ *                      writes reach their pages' homes, and readers see
+ *                      them at their next acquire).
  *   knit_dsm_unlock    flush, then the lock goes to its next holder
  *   knit_dsm_lock      the lock is the rank's; what the previous holders
  *                      wrote before they unlocked is visible (an acquire)
@@ -73,6 +81,7 @@ void *knit_dsm_alloc(size_t size);
 knit_status_t knit_dsm_free(void *p);
 
 knit_status_t knit_dsm_flush(void);
+knit_status_t knit_dsm_push(void);
 knit_status_t knit_dsm_barrier(void);
 /* Named locks: any 64-bit id, no creation.  KNIT_ERR_STATE: this process
  * holds it already (lock) or does not hold it (unlock). */

@@ -115,6 +115,9 @@ void kn_dsm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int kn_dsm_track_start(void);   /* 0, or -1 (kn_dsm.err says why) */
 void kn_dsm_track_stop(void);
 knit_status_t kn_dsm_release(void);   /* under kn_dsm.call */
+/* knit_dsm_push: a release not waited for (at most one in flight; the next
+ * release collects it).  Under kn_dsm.call. */
+knit_status_t kn_dsm_push(void);
 /* A release of the pages of [addr, addr + len) that this process wrote,
  * and of nothing else it wrote (the word of a relaxed atomic operation);
  * under update only: under invalidate (write notices go with every

@@ -29,6 +29,16 @@ knit_status_t knit_dsm_flush(void)
     return st;
 }
 
+knit_status_t knit_dsm_push(void)
+{
+    if (!kn_dsm.base)
+        return not_mapped();
+    pthread_mutex_lock(&kn_dsm.call);
+    knit_status_t st = kn_dsm_push();
+    pthread_mutex_unlock(&kn_dsm.call);
+    return st;
+}
+
 /* invalidate: ask (a request whose answer is a kn_dsm_delta_t) and
  * invalidate what it names.  Under kn_dsm.call. */
 static knit_status_t acquire(const kn_dsm_q_t *q)

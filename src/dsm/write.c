@@ -512,24 +512,60 @@ typedef struct parts {
     knit_mreq_t *req[PARTS_MAX];
     void *buf[PARTS_MAX];
     int n;
+    int push;                   /* the last part too stays in flight (kn_dsm_push) */
     knit_status_t st;
 } parts_t;
+
+/* A part's request has completed with st and answer (n bytes: the
+ * agent's reason for a failure; under invalidate a last part's answer is
+ * the log position of its notes, taken by acquires, not here). */
+static void part_done(parts_t *ps, int i, knit_status_t st, const char *answer, size_t n)
+{
+    if (ps->st == KNIT_OK && st != KNIT_OK) {
+        ps->st = st;
+        if (n)
+            kn_dsm_error("%.*s", (int)n, answer);
+    }
+    free(ps->buf[i]);
+}
+
+#define ANSWER_MAX 256
 
 static void parts_wait(parts_t *ps)
 {
     for (int i = 0; i < ps->n; i++) {
-        knit_status_t st = knit_request_wait(&ps->req[i], NULL, 0, NULL);
-        if (ps->st == KNIT_OK)
-            ps->st = st;
-        free(ps->buf[i]);
+        char answer[ANSWER_MAX];
+        size_t n = 0;
+        knit_status_t st = knit_request_wait(&ps->req[i], answer, sizeof(answer) - 1, &n);
+        part_done(ps, i, st, answer, n < sizeof(answer) ? n : sizeof(answer) - 1);
     }
     ps->n = 0;
 }
 
+/* Whether every part has completed (those that did are let go). */
+static int parts_done(parts_t *ps)
+{
+    int left = 0;
+    for (int i = 0; i < ps->n; i++) {
+        char answer[ANSWER_MAX];
+        size_t n = 0;
+        int done = 0;
+        knit_status_t st = knit_request_test(&ps->req[i], &done, answer, sizeof(answer) - 1, &n);
+        if (!done && st == KNIT_OK) {
+            ps->req[left] = ps->req[i];
+            ps->buf[left++] = ps->buf[i];
+            continue;
+        }
+        part_done(ps, i, st, answer, n < sizeof(answer) ? n : sizeof(answer) - 1);
+    }
+    ps->n = left;
+    return !left;
+}
+
 /* The runs so far (and their masks) as a part of ticket t (the last
  * one: with the bound and, under invalidate, the pages the release wrote
- * for node 0's log of write notices; waited for); the diff starts
- * afresh. */
+ * for node 0's log of write notices; waited for, but for a push's); the
+ * diff starts afresh. */
 static void part_send(parts_t *ps, diff_t *d, uint64_t t, uint64_t bound, int last, const uint32_t *notes,
                       uint64_t nnotes)
 {
@@ -553,7 +589,7 @@ static void part_send(parts_t *ps, diff_t *d, uint64_t t, uint64_t bound, int la
     d->n = d->nmasks = 0;
     if (!buf)
         return;
-    if (last) {
+    if (last && !ps->push) {
         ps->st = kn_dsm_ask(buf, len, NULL, 0);
         free(buf);
         return;
@@ -690,7 +726,13 @@ static uint64_t keep_split(uint32_t *list, uint64_t np)
     return nsealed;
 }
 
-knit_status_t kn_dsm_release(void)
+/* The push in flight (kn_dsm_push): its parts, the last one's included. */
+static parts_t pushed;
+
+/* A release of everything this process wrote; wait: it returns once every
+ * replica has it (a release), else once its changes are with the agent,
+ * its parts left in flight in pushed (a push). */
+static knit_status_t release(int wait)
 {
     if (!kn_dsm.protect) { /* one node: the only replica is everyone's */
         atomic_thread_fence(memory_order_seq_cst);
@@ -724,7 +766,7 @@ knit_status_t kn_dsm_release(void)
     uint64_t t = atomic_fetch_add(&kn_dsm.meta->ticket, 1) + 1;
     diff_t d = {0};
     uint64_t nruns = 0, part_from = 0;
-    parts_t ps = {.st = KNIT_OK};
+    parts_t ps = {.st = KNIT_OK, .push = !wait};
     for (uint64_t i = 0; i < np; i++) { /* (after a failure, the pages' counts still go down) */
         uint64_t p = list[i];
         kn_dsm_page_t *pg = &kn_dsm.pages[p];
@@ -758,7 +800,15 @@ knit_status_t kn_dsm_release(void)
      * is better fetched than trusted) */
     part_send(&ps, &d, t, atomic_load(&kn_dsm.meta->ticket), 1, list, kn_dsm.invalidate ? np : 0);
     knit_status_t last = ps.st; /* (the last part's request said why: kn_dsm_ask) */
-    parts_wait(&ps);
+    if (wait) {
+        parts_wait(&ps);
+    } else {
+        pushed = ps; /* (parts_done found it empty) */
+        pushed.st = KNIT_OK;
+        ps.n = 0;
+        if (failed == KNIT_OK)
+            failed = last; /* (the last part could not be handed over) */
+    }
     if (last == KNIT_OK && failed == KNIT_OK && ps.st != KNIT_OK) /* an earlier part's */
         failed = ps.st;
     count_release(np, nruns, d.bytes);
@@ -769,4 +819,33 @@ knit_status_t kn_dsm_release(void)
         return failed;
     }
     return ps.st;
+}
+
+/* A push that failed says so at the next push or release. */
+static knit_status_t push_failed(void)
+{
+    knit_status_t st = pushed.st;
+    pushed.st = KNIT_OK;
+    if (st != KNIT_OK)
+        kn_dsm_error("rank %d: a push's changes could not go to the agent (%s): its writes did not all leave the "
+                     "node",
+                     knit_rank(kn_dsm.ctx), knit_strerror(st));
+    return st;
+}
+
+knit_status_t kn_dsm_release(void)
+{
+    knit_status_t st = release(1);
+    /* a push before it is around too now (the release's bound covers its ticket) */
+    parts_wait(&pushed);
+    knit_status_t pst = push_failed();
+    return st != KNIT_OK ? st : pst;
+}
+
+knit_status_t kn_dsm_push(void)
+{
+    if (!parts_done(&pushed))
+        return KNIT_OK; /* the last one still travels: what was written since goes with a later one */
+    knit_status_t st = push_failed();
+    return st != KNIT_OK ? st : release(0);
 }

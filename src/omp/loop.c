@@ -146,13 +146,14 @@ static int dynamic_next(komp_thr_t *t, uint64_t *from, uint64_t *to)
     uint64_t chunk = l->chunk ? l->chunk : 1;
     if (across(tm)) {
         /* every LIVE_FLUSH at most, a chunk handed out is a point where
-         * what this node wrote goes out: the master sees a loop's results
-         * while it runs (examples/omp/mandel.c shows them) */
+         * what this node wrote starts out (a push: nothing waits for it,
+         * OpenMP asks for no flush here): the master sees a loop's
+         * results while it runs (examples/omp/mandel.c shows them) */
         static __thread double last;
         double now = omp_get_wtime();
         if (now - last >= LIVE_FLUSH) {
-            if (knit_dsm_flush() != KNIT_OK)
-                komp_fatal("a loop's release: %s", knit_dsm_last_error());
+            if (knit_dsm_push() != KNIT_OK)
+                komp_fatal("a loop's push: %s", knit_dsm_last_error());
             last = now;
         }
     }

@@ -44,10 +44,16 @@
  *                        node's files hold a few pages, not SIZE
  *   dsm_test size        the region of knit_dsm_init(ctx, 0) is KNIT_DSM_SIZE
  *   dsm_test errors      bad calls return errors and lose nothing
+ *   dsm_test push        (update) 20 rounds: rank 0 rewrites 64 KiB and
+ *                        pushes (knit_dsm_push, again every millisecond)
+ *                        until every other rank, reading without any DSM
+ *                        call, has seen the round's bytes (20 s at most)
+ *                        and said so by a message; no release until the end
  * Every case runs under both protocols (KNIT_DSM_PROTOCOL).  Prints
  * "ok CASE" on rank 0 when every rank passed.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -56,6 +62,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "knit.h"
@@ -484,6 +491,63 @@ static void sparse(void)
     OK(knit_dsm_barrier());
 }
 
+static unsigned char push_value(int round, size_t i)
+{
+    return (unsigned char)(round * 37 + i * 11 + 1);
+}
+
+static void push(void)
+{
+    volatile unsigned char *a = (unsigned char *)knit_dsm_base() + (1u << 20);
+    const size_t n = 64u << 10;
+    OK(knit_dsm_barrier());
+    for (int round = 1; round <= 20; round++) {
+        if (rank == 0) {
+            for (size_t i = 0; i < n; i++)
+                a[i] = push_value(round, i);
+            int left = size - 1;
+            knit_request_t **req = calloc((size_t)size, sizeof(*req));
+            int *got = calloc((size_t)size, sizeof(int));
+            for (int r = 1; r < size; r++)
+                OK(knit_irecv(ctx, &got[r], sizeof(int), r, 60, 0, &req[r]));
+            while (left) {
+                OK(knit_dsm_push()); /* returns at once; does nothing while one travels */
+                for (int r = 1; r < size; r++) {
+                    int done = 0;
+                    if (req[r]) {
+                        OK(knit_test(&req[r], &done, NULL));
+                        left -= done;
+                    }
+                }
+                if (left)
+                    usleep(1000);
+            }
+            for (int r = 1; r < size; r++)
+                CHECK(got[r] == round, "rank %d saw round %d, not %d", r, got[r], round);
+            free(req);
+            free(got);
+        } else {
+            struct timespec t0, t;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (size_t i = 0; i < n;) {
+                if (a[i] == push_value(round, i)) {
+                    i++;
+                    continue;
+                }
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                CHECK(t.tv_sec - t0.tv_sec < 20, "round %d: byte %zu is %u, not %u after 20 s of pushes", round, i,
+                      a[i], push_value(round, i));
+                sched_yield();
+            }
+            OK(knit_send(ctx, &round, sizeof(round), 0, 60, 0));
+        }
+        OK(knit_barrier(world)); /* (not a release) */
+    }
+    OK(knit_dsm_barrier());
+    for (size_t i = 0; i < n; i++)
+        CHECK(a[i] == push_value(20, i), "byte %zu after the barrier", i);
+}
+
 static void errors(void)
 {
     CHECK(knit_dsm_init(ctx, 0) == KNIT_ERR_STATE, "a second init");
@@ -513,7 +577,10 @@ int main(int argc, char **argv)
         CHECK(*knit_dsm_last_error(), "no reason given");
         CHECK(!knit_dsm_base(), "a base after a failed init");
         if (rank == 0)
-            printf("%s\nok %s\n", knit_dsm_last_error(), cs);
+            printf("%s\n", knit_dsm_last_error());
+        CHECK(knit_dsm_push() == KNIT_ERR_STATE, "a push without a region");
+        if (rank == 0)
+            printf("ok %s\n", cs);
         OK(knit_finalize(ctx));
         return 0;
     }
@@ -564,6 +631,8 @@ int main(int argc, char **argv)
         threads();
     else if (!strcmp(cs, "threadrel"))
         threadrel();
+    else if (!strcmp(cs, "push"))
+        push();
     else if (!strcmp(cs, "sparse"))
         sparse();
     else if (!strcmp(cs, "size")) /* KNIT_DSM_SIZE=12m: init(ctx, 0) took it */

@@ -57,6 +57,12 @@ for l in 2:2 3:3; do
     expect_ok "dsm.update.threadrel.n${l%:*}.nodes${l#*:}" threadrel
 done
 
+# pushes: what rank 0 wrote reaches the other nodes without a release
+for l in 2:2 4:2 3:3; do
+    run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 "$T" push
+    expect_ok "dsm.update.push.n${l%:*}.nodes${l#*:}" push
+done
+
 # a region of 16 GiB (more than /dev/shm may hold): sparse, a page costs
 # memory once written; and KNIT_DSM_SIZE sets what init(ctx, 0) maps
 for p in update invalidate; do
