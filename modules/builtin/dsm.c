@@ -600,7 +600,8 @@ static void on_update(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h, cons
     uint64_t nf = 0;
     for (const char *p = at; p < end; nf++) {
         const kn_dsm_frame_t *f = (const kn_dsm_frame_t *)p;
-        uint64_t len = f->len & ~KN_DSM_FRAME_MASKED;
+        /* (a header cut short is read no further) */
+        uint64_t len = (uint64_t)(end - p) >= sizeof(*f) ? f->len & ~KN_DSM_FRAME_MASKED : 0;
         if ((uint64_t)(end - p) < sizeof(*f) || (uint64_t)(end - p) - sizeof(*f) < kn_dsm_frame_bytes(f) ||
             f->off >= s->size || len > s->size - f->off ||
             ((f->len & KN_DSM_FRAME_MASKED) && f->off % KN_DSM_PAGE + len > KN_DSM_PAGE) ||
