@@ -19,24 +19,25 @@ static knit_status_t not_mapped(void)
     return KNIT_ERR_STATE;
 }
 
-knit_status_t knit_dsm_flush(void)
+/* fn (a release or a push) under kn_dsm.call */
+static knit_status_t under_call(knit_status_t (*fn)(void))
 {
     if (!kn_dsm.base)
         return not_mapped();
     pthread_mutex_lock(&kn_dsm.call);
-    knit_status_t st = kn_dsm_release();
+    knit_status_t st = fn();
     pthread_mutex_unlock(&kn_dsm.call);
     return st;
 }
 
+knit_status_t knit_dsm_flush(void)
+{
+    return under_call(kn_dsm_release);
+}
+
 knit_status_t knit_dsm_push(void)
 {
-    if (!kn_dsm.base)
-        return not_mapped();
-    pthread_mutex_lock(&kn_dsm.call);
-    knit_status_t st = kn_dsm_push();
-    pthread_mutex_unlock(&kn_dsm.call);
-    return st;
+    return under_call(kn_dsm_push);
 }
 
 /* invalidate: ask (a request whose answer is a kn_dsm_delta_t) and
