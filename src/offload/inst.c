@@ -297,6 +297,7 @@ static knit_status_t run_protected(kn_inst_t *in, call_t *c)
         kn_d_inst_disable(in, msg, 1);
         return KNIT_ERR_MODULE_FAULT;
     }
+    kn_d_budget_timer(1); /* (the loop lets it go once idle: kn_d_run) */
     P.call_seq++;
     P.in_module = 1;
     call_handler(in, c);
@@ -515,6 +516,7 @@ static const knit_mod_services_t services;
         if (sigsetjmp(P.env, 0)) {        \
             faulted_ = 1;                 \
         } else {                          \
+            kn_d_budget_timer(1);         \
             P.call_seq++;                 \
             P.in_module = 1;              \
             stmt;                         \
