@@ -9,7 +9,7 @@
 #include "omp_test.h"
 
 #define PAGE_LONGS 512         /* a 4 KiB page of longs */
-#define NPAGES 24
+#define NPAGES 8
 #define N (PAGE_LONGS * NPAGES)
 
 /* page p's counter is its element 0 (never written plainly) */
