@@ -726,6 +726,13 @@ static uint64_t keep_split(uint32_t *list, uint64_t np)
     return nsealed;
 }
 
+/* what's (a release's, a push's) changes did not all leave the node: st */
+static void not_out(const char *what, knit_status_t st)
+{
+    kn_dsm_error("rank %d: %s's changes could not go to the agent (%s): its writes did not all leave the node",
+                 knit_rank(kn_dsm.ctx), what, knit_strerror(st));
+}
+
 /* The push in flight (kn_dsm_push): its parts, the last one's included. */
 static parts_t pushed;
 
@@ -813,9 +820,7 @@ static knit_status_t release(int wait)
         failed = ps.st;
     count_release(np, nruns, d.bytes);
     if (failed != KNIT_OK) {
-        kn_dsm_error("rank %d: a release's changes could not go to the agent (%s): its writes did not all leave "
-                     "the node",
-                     knit_rank(kn_dsm.ctx), knit_strerror(failed));
+        not_out("a release", failed);
         return failed;
     }
     return ps.st;
@@ -827,9 +832,7 @@ static knit_status_t push_failed(void)
     knit_status_t st = pushed.st;
     pushed.st = KNIT_OK;
     if (st != KNIT_OK)
-        kn_dsm_error("rank %d: a push's changes could not go to the agent (%s): its writes did not all leave the "
-                     "node",
-                     knit_rank(kn_dsm.ctx), knit_strerror(st));
+        not_out("a push", st);
     return st;
 }
 

@@ -700,17 +700,15 @@ int kn_d_run(void)
          * budget after its last work, and sleeps on without it. */
         struct epoll_event ev[16];
         int n = epoll_wait(kn_dmn.epfd, ev, 16, next_timeout_ms());
-        int eno = errno;
+        if (n < 0 && errno != EINTR) {
+            kn_error("epoll_wait: %m");
+            return 1;
+        }
         if (kn_dmn.tl && kn_dmn.tl->ops->arm && kn_dmn.tl->ops->disarm)
             kn_dmn.tl->ops->disarm(kn_dmn.tl);
         awake();
         if (n <= 0)
             kn_d_budget_timer(0);
-        errno = eno;
-        if (n < 0 && errno != EINTR) {
-            kn_error("epoll_wait: %m");
-            return 1;
-        }
         for (int i = 0; i < n; i++) {
             watch_t *w = &kn_dmn.watches[ev[i].data.u32];
             if (w->fd >= 0)
