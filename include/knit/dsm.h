@@ -105,6 +105,7 @@ typedef struct knit_dsm_stats {
     uint64_t bad_crc;     /* frames that failed their check here */
     uint64_t fetches;     /* invalidate: pages fetched from their homes */
     uint64_t invalidated; /* invalidate: pages invalidated at acquires */
+    uint64_t moved;       /* invalidate, node 0's: pages whose homes moved to their writers (KNIT_DSM_MIGRATE) */
 } knit_dsm_stats_t;
 knit_status_t knit_dsm_stats(knit_dsm_stats_t *out);
 

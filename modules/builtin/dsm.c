@@ -71,6 +71,9 @@ static int32_t replica_setup(state_t *s, const kn_dsm_init_t *in, char *data, ch
     s->protocol = in->protocol == 1;
     kn_dsm_homes_of(&s->homes, in->home_pages, in->own_zone, in->own_slice, s->nnodes);
     s->heap_from = in->heap_from;
+    if (s->protocol)
+        s->homes.words = s->pages;
+    s->migrate = s->protocol && in->migrate && s->nnodes <= KN_DSM_NODES_MAX;
     if (s->protocol && s->self == 0 && !(s->mark = calloc((npages + 63) / 64, sizeof(uint64_t))))
         return KNIT_MOD_ERR_NOMEM;
     s->buf = malloc(sizeof(kn_dsm_msg_t) + s->frame + 64 * (sizeof(kn_dsm_frame_t) + 8));
@@ -207,6 +210,25 @@ static void note(knit_mod_ctx_t *m, state_t *s, uint64_t token, const uint32_t *
 }
 
 static void fetch_try(knit_mod_ctx_t *m, state_t *s);
+
+/* Invalidate: pages' homes move (a barrier's, KN_DSM_M_MOVE; node 0's
+ * list or another node's message): every move is checked before any is
+ * made. */
+int32_t kn_dsm_moves_apply(state_t *s, const kn_dsm_move_t *mv, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (mv[i].page >= s->size / KN_DSM_PAGE || mv[i].home < 0 || mv[i].home >= s->nnodes ||
+            kn_dsm_in_zone(&s->homes, mv[i].page))
+            return KNIT_MOD_ERR_RANGE;
+    for (uint64_t i = 0; i < n; i++) {
+        kn_dsm_page_t *pg = &s->pages[mv[i].page];
+        kn_dsm_page_lock(pg);
+        uint32_t v = atomic_load_explicit(pg, memory_order_relaxed) & ~KN_DSM_PG_HOME;
+        atomic_store_explicit(pg, v | ((uint32_t)(mv[i].home + 1) << KN_DSM_PG_HOME_SHIFT), memory_order_relaxed);
+        kn_dsm_page_unlock(pg);
+    }
+    return KNIT_MOD_OK;
+}
 
 /* Complete the waiters whose bound is reached (and send the fetches that
  * waited for this node's releases). */
@@ -457,8 +479,18 @@ static void ring_message(knit_mod_ctx_t *m, state_t *s, part_t *p, char *at)
     msg_send(m, s, p, KN_DSM_M_UPD, s->next, at, data, nf);
 }
 
+/* The end of the pages from `page` on homed at hn (at most a frame's
+ * worth further; a page past the region ends it). */
+static uint64_t same_home_end(const state_t *s, uint64_t page, int32_t hn)
+{
+    uint64_t end = page + 1, last = s->size / KN_DSM_PAGE, most = page + s->frame / KN_DSM_PAGE + 1;
+    while (end < last && end < most && kn_dsm_home(&s->homes, end) == hn)
+        end++;
+    return end;
+}
+
 /* Invalidate: the next message to the home of the pages the part goes on
- * with (frames: pieces of runs up to the end of a home's block of pages);
+ * with (frames: pieces of runs up to the end of pages of one home);
  * pieces homed here are in place already. */
 static void home_message(knit_mod_ctx_t *m, state_t *s, part_t *p, char *at)
 {
@@ -466,15 +498,15 @@ static void home_message(knit_mod_ctx_t *m, state_t *s, part_t *p, char *at)
     int32_t home = -1;
     while (p->at < p->nruns && data < s->frame && nf < 64) {
         uint64_t page = (p->runs[p->at].off + p->done) / KN_DSM_PAGE;
-        uint64_t block_end = (page / s->homes.pages + 1) * s->homes.pages * KN_DSM_PAGE;
         int32_t hn = kn_dsm_home(&s->homes, page);
+        uint64_t home_end = same_home_end(s, page, hn) * KN_DSM_PAGE;
         if (hn == s->self) { /* in place */
-            advance(p, piece(p, UINT64_MAX, block_end));
+            advance(p, piece(p, UINT64_MAX, home_end));
             continue;
         }
         if (home >= 0 && hn != home)
             break;
-        uint64_t n = piece(p, s->frame - data, block_end);
+        uint64_t n = piece(p, s->frame - data, home_end);
         if (!n)
             break;
         home = hn;
@@ -660,13 +692,15 @@ static void on_ack(knit_mod_ctx_t *m, state_t *s, const kn_dsm_msg_t *h)
 
 /* ------------------------------------------------------------ invalidate: pages from their homes */
 
-/* At the home: pages [a, a + b) (one home block at most) as its
- * replica has them now, each under its lock. */
+/* At the home: pages [a, a + b) (all homed here) as its replica has
+ * them now, each under its lock. */
 static void fetch_serve(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_msg_t *h)
 {
     uint64_t page = h->a, n = h->b;
-    if (!n || n > KN_DSM_FETCH_MAX || page >= s->size / KN_DSM_PAGE || n > s->size / KN_DSM_PAGE - page ||
-        page / s->homes.pages != (page + n - 1) / s->homes.pages) {
+    int here = n && n <= KN_DSM_FETCH_MAX && page < s->size / KN_DSM_PAGE && n <= s->size / KN_DSM_PAGE - page;
+    for (uint64_t i = 0; here && i < n; i++)
+        here = kn_dsm_home(&s->homes, page + i) == s->self;
+    if (!here) {
         kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_RANGE};
         K->send(m, from, &r, sizeof(r));
         return;
@@ -850,8 +884,9 @@ static void dsm_request(knit_mod_ctx_t *m, const knit_mod_request_t *req, const 
     case KN_DSM_Q_ACQUIRE:
         h.type = KN_DSM_M_ACQ;
         h.b = (uint64_t)req->rank;
+        h.c = (q->flags & KN_DSM_QF_BARRIER) ? q->b : 0;
         break;
-    case KN_DSM_Q_FETCH: { /* a = the first page, b = how many (of one home block) */
+    case KN_DSM_Q_FETCH: { /* a = the first page, b = how many (of one home) */
         int32_t home = q->a < s->size / KN_DSM_PAGE ? kn_dsm_home(&s->homes, q->a) : -1;
         if (home < 0 || home == s->self) { /* the home's pages are never invalid */
             K->complete(m, req->token, home < 0 ? KNIT_MOD_ERR_RANGE : KNIT_MOD_OK, NULL, 0);
@@ -960,6 +995,16 @@ static void dsm_message(knit_mod_ctx_t *m, int32_t from, const void *msg, uint64
         if (s->mapped)
             fetch_got(m, s, h, len);
         return;
+    case KN_DSM_M_MOVE: {
+        kn_dsm_msg_t r = {.type = KN_DSM_M_MOVED, .origin = s->self, .a = h->a};
+        int32_t st = !s->mapped || !s->protocol ? KNIT_MOD_ERR_STATE
+                     : from != 0 || h->bytes % sizeof(kn_dsm_move_t) || len != sizeof(*h) + h->bytes
+                         ? KNIT_MOD_ERR_INVAL
+                         : kn_dsm_moves_apply(s, (const kn_dsm_move_t *)(h + 1), h->bytes / sizeof(kn_dsm_move_t));
+        r.b = (uint64_t)(int64_t)st;
+        K->send(m, 0, &r, sizeof(r));
+        return;
+    }
     case KN_DSM_M_REPLY: {
         int32_t st = (int32_t)(int64_t)h->b;
         uint64_t res[2] = {h->a, h->c}; /* (c only in a COUNT's answer: bytes 16) */

@@ -83,6 +83,14 @@ typedef struct blk {
     uint64_t off, len;       /* len 0: empty slot */
 } blk_t;
 
+/* node 0: an acquire held until a barrier's homes have moved */
+typedef struct acqwait {
+    struct acqwait *next;
+    int32_t node;
+    int64_t rank;
+    uint64_t pos, token;
+} acqwait_t;
+
 typedef struct state {
     int32_t self, nnodes, next;
     int mapped;
@@ -123,6 +131,16 @@ typedef struct state {
     uint64_t log_first, log_len, log_cap;
     uint64_t *rank_pos;      /* [nranks]: each rank's position after its last acquire */
     uint64_t *mark;          /* [npages / 64]: a delta's pages, while it is built */
+    /* node 0, invalidate, homes that follow their writers (KNIT_DSM_MIGRATE) */
+    int migrate;
+    uint64_t bar_done;       /* the last world barrier whose moves are made everywhere */
+    uint64_t bar_pos;        /* the log's end at that barrier's first acquire */
+    int bar_lost;            /* the log since grew too long to keep: the next barrier moves nothing */
+    uint64_t moving;         /* the barrier whose moves the nodes are making (0: none) */
+    int32_t moves_left;      /* nodes yet to answer MOVED */
+    int32_t move_error;      /* a node could not make them */
+    int32_t *who;            /* [npages], between two barriers: the one node that wrote a page, + 1 (-1: more) */
+    acqwait_t *held;         /* acquires of the barrier being moved */
 } state_t;
 
 static inline state_t *S(knit_mod_ctx_t *m)
@@ -134,5 +152,6 @@ static inline state_t *S(knit_mod_ctx_t *m)
  * (LOCK, UNLOCK, ALLOC, FREE, NOTE, ACQ, COUNT); and what it holds, freed. */
 int kn_lockmgr_message(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_msg_t *h, uint64_t len);
 void kn_lockmgr_fini(state_t *s);
+int32_t kn_dsm_moves_apply(state_t *s, const kn_dsm_move_t *mv, uint64_t n);
 
 #endif

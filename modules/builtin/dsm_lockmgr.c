@@ -54,10 +54,19 @@ static int log_add(state_t *s, int32_t node, const uint32_t *pages, uint64_t n)
     return 0;
 }
 
+/* write notices held for the next barrier's moves, at most */
+#define HOLD_MAX (1ull << 22)
+
 /* Drop the entries every rank has seen. */
 static void log_trim(state_t *s)
 {
-    uint64_t low = UINT64_MAX;
+    /* (the next barrier's moves read from bar_pos on, unless the log grew
+     * too long since: that barrier moves nothing) */
+    uint64_t end = s->log_first + s->log_len, low = UINT64_MAX;
+    if (s->migrate && !s->bar_lost && end - s->bar_pos > HOLD_MAX)
+        s->bar_lost = 1;
+    if (s->migrate && !s->bar_lost)
+        low = s->bar_pos;
     for (int32_t r = 0; r < s->nranks; r++)
         if (s->rank_pos[r] < low)
             low = s->rank_pos[r];
@@ -367,6 +376,147 @@ static void count_req(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_
     K->send(m, from, &r, sizeof(r));
 }
 
+/* ------------------------------------------------------------ node 0: homes that follow their writers */
+
+/* The pages one node alone wrote since the last barrier, homed elsewhere
+ * (the stacks' zone stays): their moves, into *out (malloc'd); how many,
+ * -1 without memory.  The log's end becomes the next barrier's start. */
+static int64_t moves_find(state_t *s, kn_dsm_move_t **out)
+{
+    uint64_t npages = s->size / KN_DSM_PAGE, from = s->bar_pos - s->log_first, n = 0;
+    *out = NULL;
+    if (s->bar_lost) { /* (some of the interval's notes are gone: who wrote what is not known) */
+        s->bar_lost = 0;
+        s->bar_pos = s->log_first + s->log_len;
+        return 0;
+    }
+    if (!s->who && !(s->who = calloc(npages, sizeof(int32_t))))
+        return -1;
+    uint32_t *touched = s->log_len > from ? malloc((s->log_len - from) * sizeof(uint32_t)) : NULL;
+    if (s->log_len > from && !touched)
+        return -1;
+    uint64_t nt = 0;
+    for (uint64_t i = from; i < s->log_len; i++) {
+        uint32_t pg = s->log_page[i];
+        int32_t w = s->log_node[i] + 1;
+        if (!s->who[pg]) {
+            s->who[pg] = w;
+            touched[nt++] = pg;
+        } else if (s->who[pg] != w) {
+            s->who[pg] = -1;
+        }
+    }
+    kn_dsm_move_t *mv = nt ? malloc(nt * sizeof(*mv)) : NULL;
+    for (uint64_t i = 0; i < nt; i++) {
+        uint32_t pg = touched[i];
+        int32_t w = s->who[pg];
+        s->who[pg] = 0;
+        if (mv && w > 0 && !kn_dsm_in_zone(&s->homes, pg) && kn_dsm_home(&s->homes, pg) != w - 1)
+            mv[n++] = (kn_dsm_move_t){.page = pg, .home = w - 1};
+    }
+    free(touched);
+    if (nt && !mv)
+        return -1;
+    s->bar_pos = s->log_first + s->log_len;
+    if (!n) {
+        free(mv);
+        mv = NULL;
+    }
+    *out = mv;
+    return (int64_t)n;
+}
+
+/* Answer the acquires held for the moves. */
+static void held_answer(knit_mod_ctx_t *m, state_t *s)
+{
+    acqwait_t *a = s->held;
+    s->held = NULL;
+    while (a) {
+        acqwait_t *next = a->next;
+        if (s->move_error) {
+            kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = a->token, .b = (uint64_t)(int64_t)s->move_error};
+            K->send(m, a->node, &r, sizeof(r));
+        } else {
+            send_delta(m, s, a->node, a->rank, a->pos, a->token);
+        }
+        free(a);
+        a = next;
+    }
+}
+
+/* A barrier's acquire (number bar): the first one of a barrier moves the
+ * homes of the pages written by one node alone since the last, at every
+ * node, before any rank learns the barrier's pages; the acquires wait
+ * for that (a rank invalidates by the new homes, and fetches from them). */
+static void barrier_acq(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_msg_t *h)
+{
+    uint64_t bar = h->c;
+    if (bar <= s->bar_done && !s->moving) {
+        send_delta(m, s, node, (int64_t)h->b, h->a, h->ticket);
+        return;
+    }
+    acqwait_t *a = malloc(sizeof(*a));
+    if (!a) {
+        kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = h->ticket, .b = (uint64_t)(int64_t)KNIT_MOD_ERR_NOMEM};
+        K->send(m, node, &r, sizeof(r));
+        return;
+    }
+    *a = (acqwait_t){.next = s->held, .node = node, .rank = (int64_t)h->b, .pos = h->a, .token = h->ticket};
+    s->held = a;
+    if (s->moving) /* (this barrier's, or a later one's: ranks wait for the barrier before) */
+        return;
+    kn_dsm_move_t *mv;
+    int64_t n = moves_find(s, &mv);
+    s->moving = bar;
+    s->move_error = n < 0 ? KNIT_MOD_ERR_NOMEM : kn_dsm_moves_apply(s, mv, n > 0 ? (uint64_t)n : 0);
+    s->moves_left = 0;
+    if (n > 0 && !s->move_error) {
+        size_t len = sizeof(kn_dsm_msg_t) + (size_t)n * sizeof(*mv);
+        char *msg = malloc(len);
+        if (!msg)
+            s->move_error = KNIT_MOD_ERR_NOMEM;
+        for (int32_t k = 1; msg && k < s->nnodes; k++) {
+            *(kn_dsm_msg_t *)msg = (kn_dsm_msg_t){.type = KN_DSM_M_MOVE, .origin = 0, .a = bar,
+                                                  .bytes = (uint64_t)n * sizeof(*mv)};
+            memcpy(msg + sizeof(kn_dsm_msg_t), mv, (size_t)n * sizeof(*mv));
+            if (K->send(m, k, msg, len) == KNIT_MOD_OK)
+                s->moves_left++;
+            else
+                s->move_error = KNIT_MOD_ERR_IO;
+        }
+        free(msg);
+        atomic_fetch_add(&s->meta->c.moved, (uint64_t)n);
+    }
+    free(mv);
+    if (s->move_error)
+        K->log(m, KNIT_MOD_LOG_ERROR, "dsm: the homes of barrier %llu's pages could not move (%d): its acquires fail",
+               (unsigned long long)bar, s->move_error);
+    if (!s->moves_left) {
+        s->bar_done = bar;
+        s->moving = 0;
+        held_answer(m, s);
+    }
+}
+
+static void moved(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_msg_t *h)
+{
+    if (!s->moving || h->a != s->moving || s->moves_left <= 0) {
+        K->log(m, KNIT_MOD_LOG_WARN, "dsm: node %d answered moves of barrier %llu, which were not asked for", from,
+               (unsigned long long)h->a);
+        return;
+    }
+    if ((int32_t)(int64_t)h->b != KNIT_MOD_OK && !s->move_error) {
+        s->move_error = (int32_t)(int64_t)h->b;
+        K->log(m, KNIT_MOD_LOG_ERROR, "dsm: node %d could not move the homes of barrier %llu's pages (%d)", from,
+               (unsigned long long)h->a, s->move_error);
+    }
+    if (--s->moves_left == 0) {
+        s->bar_done = s->moving;
+        s->moving = 0;
+        held_answer(m, s);
+    }
+}
+
 /* ------------------------------------------------------------ messages */
 
 static void note_req(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm_msg_t *h, uint64_t len)
@@ -410,8 +560,14 @@ int kn_lockmgr_message(knit_mod_ctx_t *m, state_t *s, int32_t from, const kn_dsm
             note_req(m, s, from, h, len);
         return 1;
     case KN_DSM_M_ACQ:
-        if (s->self == 0 && s->mark)
+        if (s->self == 0 && s->mark && h->c && s->migrate)
+            barrier_acq(m, s, from, h);
+        else if (s->self == 0 && s->mark)
             send_delta(m, s, from, (int64_t)h->b, h->a, h->ticket);
+        return 1;
+    case KN_DSM_M_MOVED:
+        if (s->self == 0)
+            moved(m, s, from, h);
         return 1;
     }
     return 0;
@@ -437,4 +593,9 @@ void kn_lockmgr_fini(state_t *s)
     free(s->log_node);
     free(s->rank_pos);
     free(s->mark);
+    free(s->who);
+    for (acqwait_t *a = s->held, *n; a; a = n) {
+        n = a->next;
+        free(a);
+    }
 }

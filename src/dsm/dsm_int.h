@@ -56,6 +56,7 @@ typedef struct kn_dsm {
     int protect;                 /* writes are tracked (more than one node) */
     int invalidate;              /* KNIT_DSM_PROTOCOL=invalidate */
     kn_dsm_homes_t homes;        /* invalidate: where pages are homed */
+    uint64_t barriers;           /* barriers of every rank so far (invalidate: their acquires' numbers) */
     _Atomic uint64_t *inval;     /* invalidate: [npages / 64] pages this process must fetch first */
     uint64_t pos;                /* invalidate: the write notices seen (node 0's log position) */
     kn_dsm_delta_t *delta;       /* an acquire's answer */

@@ -24,15 +24,20 @@
 
 #include "util/compiler.h"
 
-#define KN_DSM_VERSION 3
+#define KN_DSM_VERSION 4
 #define KN_DSM_PAGE 4096u
 #define KN_DSM_MAGIC 0x6b6e6974647330ull   /* "knitds0" */
 #define KN_DSM_NAME_MAX 96
 
-/* A page's word: its lock and how many ranks of the node have it
- * writable (its twin exists while that is nonzero). */
+/* A page's word: its lock, how many ranks of the node have it writable
+ * (its twin exists while that is nonzero) and, under invalidate, where
+ * the page's home moved (node + 1; 0: where kn_dsm_homes_t deals it).
+ * Only the agent changes the home, at a barrier (KN_DSM_M_MOVE). */
 #define KN_DSM_PG_LOCK 0x80000000u
-#define KN_DSM_PG_REFS 0x7fffffffu
+#define KN_DSM_PG_HOME 0x7fff0000u
+#define KN_DSM_PG_HOME_SHIFT 16
+#define KN_DSM_PG_REFS 0x0000ffffu
+#define KN_DSM_NODES_MAX 0x7ffe   /* nodes a home field can name */
 typedef _Atomic uint32_t kn_dsm_page_t;
 
 /* Counters of a node (KNIT_STATS): ranks and the agent add to them. */
@@ -49,6 +54,7 @@ typedef struct kn_dsm_counters {
     _Atomic uint64_t releases;    /* releases that went to the agent */
     _Atomic uint64_t fetches;     /* invalidate: pages fetched from their homes */
     _Atomic uint64_t invalidated; /* invalidate: pages a rank of the node invalidated at an acquire */
+    _Atomic uint64_t moved;       /* invalidate, node 0: pages whose homes moved to their writers */
 } kn_dsm_counters_t;
 
 typedef struct kn_dsm_meta {
@@ -83,7 +89,8 @@ enum kn_dsm_op {
     KN_DSM_Q_ALLOC,      /* a = bytes, b = alignment: result a uint64_t offset */
     KN_DSM_Q_FREE,       /* a = offset: result the block's bytes */
     /* invalidate protocol */
-    KN_DSM_Q_ACQUIRE,    /* a = the rank's log position: result kn_dsm_delta_t */
+    KN_DSM_Q_ACQUIRE,    /* a = the rank's log position: result kn_dsm_delta_t; KN_DSM_QF_BARRIER:
+                          * b = the number of this world barrier (1, 2, ...) */
     KN_DSM_Q_FETCH,      /* a = a page, b = pages from it (of one home block, at most
                           * KN_DSM_FETCH_MAX): their home's copy into the node's replica */
     KN_DSM_Q_COUNT,      /* node 0's counter a (made at 0 on first use): result kn_dsm_count_t.
@@ -96,6 +103,7 @@ enum kn_dsm_op {
 #define KN_DSM_QF_GUIDED 2u  /* COUNT */
 #define KN_DSM_QF_TRY 8u     /* LOCK: fails at once (KNIT_MOD_ERR_AGAIN) when another rank holds it */
 #define KN_DSM_QF_ORDERED 4u /* COUNT */
+#define KN_DSM_QF_BARRIER 16u /* ACQUIRE: every rank's, after a barrier of them all (homes may move) */
 
 /* The answer to COUNT: the counter's value before, and the step taken
  * (0: it had reached its limit). */
@@ -148,6 +156,8 @@ typedef struct kn_dsm_init {
     uint64_t own_zone;      /* ... the pages [own_zone, own_zone + nnodes * own_slice): node i homes */
     uint64_t own_slice;     /*     slice i (komp's stacks; own_slice 0: no such zone) */
     uint64_t heap_from;     /* the allocator's memory starts at this offset (below it: the layout's) */
+    uint64_t migrate;       /* invalidate: 1, a page one node alone wrote between two barriers moves its
+                             * home there at the second (KNIT_DSM_MIGRATE) */
     char data[KN_DSM_NAME_MAX], twin[KN_DSM_NAME_MAX], meta[KN_DSM_NAME_MAX];
 } kn_dsm_init_t;
 
@@ -174,13 +184,17 @@ enum kn_dsm_msg_type {
     /* invalidate protocol */
     KN_DSM_M_HUPD,       /* an update to the pages' home (frames as UPD); it answers ACK */
     KN_DSM_M_NOTE,       /* to node 0: `bytes` / 4 page numbers follow, ticket = token */
-    KN_DSM_M_ACQ,        /* to node 0: a = log position, b = rank, ticket = token */
+    KN_DSM_M_ACQ,        /* to node 0: a = log position, b = rank, ticket = token, c = the world
+                          * barrier's number (0: an acquire of the rank alone) */
     KN_DSM_M_DELTA,      /* from node 0 (to ACQ, or a GRANT under invalidate): a = new
                           * position, `bytes` / 4 page numbers follow, ticket = token */
     KN_DSM_M_FETCH,      /* to a home: a = page, b = pages, ticket = token */
     KN_DSM_M_PAGE,       /* from the home: a = page, c = pages, b = their crc32c, c * KN_DSM_PAGE bytes follow */
     KN_DSM_M_COUNT,      /* to node 0: a = id, b = step, c = limit, ticket = token; a kn_dsm_count_q_t
                           * follows; the REPLY carries a = from, c = step (bytes = 16) */
+    KN_DSM_M_MOVE,       /* from node 0 at a barrier: a = its number, `bytes` / 8 kn_dsm_move_t follow:
+                          * the pages' new homes; answered by MOVED (a = the number, b = status) */
+    KN_DSM_M_MOVED,
 };
 
 typedef struct kn_dsm_msg {
@@ -211,20 +225,38 @@ typedef struct kn_dsm_homes {
     uint64_t pages;
     uint64_t zone, slice;   /* in pages; slice 0: no zone */
     int32_t nnodes;
+    kn_dsm_page_t *words;   /* the node's page words (a home that moved), or NULL */
 } kn_dsm_homes_t;
+
+static inline int kn_dsm_in_zone(const kn_dsm_homes_t *h, uint64_t page)
+{
+    return h->slice && page >= h->zone && page - h->zone < (uint64_t)h->nnodes * h->slice;
+}
 
 static inline int32_t kn_dsm_home(const kn_dsm_homes_t *h, uint64_t page)
 {
-    if (h->slice && page >= h->zone && page - h->zone < (uint64_t)h->nnodes * h->slice)
+    if (kn_dsm_in_zone(h, page))
         return (int32_t)((page - h->zone) / h->slice);
+    if (h->words) {
+        uint32_t moved = (atomic_load_explicit(&h->words[page], memory_order_relaxed) & KN_DSM_PG_HOME) >>
+                         KN_DSM_PG_HOME_SHIFT;
+        if (moved)
+            return (int32_t)moved - 1;
+    }
     return (int32_t)((page / h->pages) % (uint64_t)h->nnodes);
 }
+
+/* A page's new home (KN_DSM_M_MOVE) */
+typedef struct kn_dsm_move {
+    uint32_t page;
+    int32_t home;
+} kn_dsm_move_t;
 
 /* The homes an INIT describes (0 when they are not whole blocks). */
 static inline int kn_dsm_homes_of(kn_dsm_homes_t *h, uint64_t home_pages, uint64_t zone, uint64_t slice,
                                   int32_t nnodes)
 {
-    *h = (kn_dsm_homes_t){.pages = home_pages, .zone = zone, .slice = slice, .nnodes = nnodes};
+    *h = (kn_dsm_homes_t){.pages = home_pages, .zone = zone, .slice = slice, .nnodes = nnodes, .words = NULL};
     return home_pages && nnodes > 0 && zone % home_pages == 0 && slice % home_pages == 0;
 }
 

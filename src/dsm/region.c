@@ -164,7 +164,8 @@ static knit_status_t make_files(void)
            .in = {.size = kn_dsm.size, .window = kn_cfg.dsm_window, .frame = kn_cfg.dsm_frame,
                   .corrupt_every = kn_cfg.dsm_corrupt > 0 ? (uint64_t)kn_cfg.dsm_corrupt : 0,
                   .protocol = (uint64_t)kn_dsm.invalidate, .home_pages = kn_dsm.homes.pages,
-                  .own_zone = kn_dsm.homes.zone, .own_slice = kn_dsm.homes.slice, .heap_from = l->heap_from}};
+                  .own_zone = kn_dsm.homes.zone, .own_slice = kn_dsm.homes.slice, .heap_from = l->heap_from,
+                  .migrate = kn_cfg.dsm_migrate ? 1 : 0}};
     memcpy(a.in.data, kn_dsm.name[0], KN_DSM_NAME_MAX);
     memcpy(a.in.twin, kn_dsm.name[1], KN_DSM_NAME_MAX);
     memcpy(a.in.meta, kn_dsm.name[2], KN_DSM_NAME_MAX);
@@ -397,6 +398,8 @@ static knit_status_t init(knit_ctx_t *ctx, const kn_dsm_layout_t *l)
         mine = KNIT_ERR_NOMEM;
     } else {
         kn_dsm.pages = kn_dsm_pages(kn_dsm.meta);
+        if (kn_dsm.invalidate) /* (the agents move homes there: KN_DSM_PG_HOME) */
+            kn_dsm.homes.words = kn_dsm.pages;
     }
     st = agree(world, mine, kn_dsm.err);
     if (st == KNIT_OK)
@@ -457,6 +460,9 @@ static void report(void)
             " B); %" PRIu64 " failed their crc\n",
             knit_node(kn_dsm.ctx), s.faults, s.diffs, s.runs, s.released, s.releases, s.frames_out, s.bytes_out,
             s.frames_in, s.bytes_in, s.bad_crc);
+    if (kn_dsm.invalidate)
+        fprintf(stderr, "knit[node %d] dsm: %" PRIu64 " pages fetched, %" PRIu64 " invalidated; %" PRIu64 " homes moved\n",
+                knit_node(kn_dsm.ctx), s.fetches, s.invalidated, s.moved);
 }
 
 /* The region's memory in this process, writable again (all of it). */
@@ -518,7 +524,7 @@ knit_status_t knit_dsm_stats(knit_dsm_stats_t *out)
         .released = atomic_load(&c->released), .releases = atomic_load(&c->releases),
         .frames_out = atomic_load(&c->frames_out), .bytes_out = atomic_load(&c->bytes_out),
         .frames_in = atomic_load(&c->frames_in), .bytes_in = atomic_load(&c->bytes_in),
-        .bad_crc = atomic_load(&c->bad_crc), .fetches = atomic_load(&c->fetches),
+        .bad_crc = atomic_load(&c->bad_crc), .fetches = atomic_load(&c->fetches), .moved = atomic_load(&c->moved),
         .invalidated = atomic_load(&c->invalidated),
     };
     return KNIT_OK;

@@ -53,17 +53,23 @@ static knit_status_t acquire(const kn_dsm_q_t *q)
     return st;
 }
 
-knit_status_t kn_dsm_acquire(void)
+/* bar: the number of this world barrier (0: the rank's acquire alone) */
+static knit_status_t acquire_at(uint64_t bar)
 {
     if (!kn_dsm.base)
         return not_mapped();
     if (!kn_dsm.invalidate || !kn_dsm.protect)
         return KNIT_OK; /* (update: a release is complete once it is in every replica) */
     pthread_mutex_lock(&kn_dsm.call);
-    kn_dsm_q_t q = {.op = KN_DSM_Q_ACQUIRE, .a = kn_dsm.pos};
+    kn_dsm_q_t q = {.op = KN_DSM_Q_ACQUIRE, .flags = bar ? KN_DSM_QF_BARRIER : 0, .a = kn_dsm.pos, .b = bar};
     knit_status_t st = acquire(&q);
     pthread_mutex_unlock(&kn_dsm.call);
     return st;
+}
+
+knit_status_t kn_dsm_acquire(void)
+{
+    return acquire_at(0);
 }
 
 knit_status_t kn_dsm_barrier_on(knit_comm_t *comm)
@@ -71,10 +77,13 @@ knit_status_t kn_dsm_barrier_on(knit_comm_t *comm)
     knit_status_t st = knit_dsm_flush();
     /* every rank's release is complete once every rank is here: under
      * update the acquire has nothing left to do, under invalidate it
-     * learns what the others wrote */
+     * learns what the others wrote (and, at a barrier of every rank,
+     * homes may move to the pages' writers first: docs/dsm.md) */
     knit_status_t st2 = kn_dsm.base ? knit_barrier(comm) : KNIT_ERR_STATE;
-    if (st2 == KNIT_OK)
-        st2 = kn_dsm_acquire();
+    if (st2 == KNIT_OK) {
+        int all = knit_comm_size(comm) == knit_size(kn_dsm.ctx);
+        st2 = acquire_at(all ? ++kn_dsm.barriers : 0);
+    }
     return st != KNIT_OK ? st : st2;
 }
 

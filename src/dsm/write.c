@@ -31,7 +31,7 @@
  * Under invalidate an acquire (sync.c) takes every access to the pages
  * other nodes wrote; the next access faults here and fetches the page
  * (and, for a reader going on from the page before, the invalid pages
- * after it in its home block) from its home through the agent, with a
+ * after it of the same home) from its home through the agent, with a
  * request that allocates nothing (the fault may come inside knit).
  */
 #include <errno.h>
@@ -115,13 +115,16 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     if (kn_dsm.inval && (atomic_load(&kn_dsm.inval[p / 64]) & bit)) {
         /* invalidate: another node wrote the page since; its home has it.
          * A reader going on from the page before fetches the invalid
-         * pages after it too, as far as they share the home block. */
+         * pages after it too, as far as they share the home. */
         static __thread __attribute__((tls_model("initial-exec"))) uint64_t last = UINT64_MAX;
-        uint64_t n = 1, block_end = (p / kn_dsm.homes.pages + 1) * kn_dsm.homes.pages;
-        if (last + 1 == p)
-            while (n < KN_DSM_FETCH_MAX && p + n < block_end && p + n < kn_dsm.npages &&
-                   (atomic_load(&kn_dsm.inval[(p + n) / 64]) & (1ull << ((p + n) % 64))))
+        uint64_t n = 1;
+        if (last + 1 == p) {
+            int32_t home = kn_dsm_home(&kn_dsm.homes, p);
+            while (n < KN_DSM_FETCH_MAX && p + n < kn_dsm.npages &&
+                   (atomic_load(&kn_dsm.inval[(p + n) / 64]) & (1ull << ((p + n) % 64))) &&
+                   kn_dsm_home(&kn_dsm.homes, p + n) == home)
                 n++;
+        }
         kn_dsm_q_t q = {.op = KN_DSM_Q_FETCH, .a = p, .b = n};
         knit_status_t st = kn_off_request_quiet(kn_dsm.mod, &q, sizeof(q));
         if (st != KNIT_OK) {
@@ -612,9 +615,12 @@ void kn_dsm_invalidate(const kn_dsm_delta_t *d)
     for (uint64_t i = 0; i < d->npages; i++) {
         uint32_t p = pages[i];
         /* a page homed here is always current; one this process wrote
-         * since its release keeps what it wrote (none: acquires release first) */
+         * since its release keeps what it wrote (none: acquires release
+         * first); one still invalid since an earlier acquire is so already
+         * (no mprotect: each waits for the other cpus' TLBs) */
         if (p >= kn_dsm.npages || kn_dsm_home(&kn_dsm.homes, p) == kn_dsm.node ||
-            (atomic_load(&kn_dsm.bits[p / 64]) & (1ull << (p % 64))))
+            (atomic_load(&kn_dsm.bits[p / 64]) & (1ull << (p % 64))) ||
+            (atomic_load(&kn_dsm.inval[p / 64]) & (1ull << (p % 64))))
             continue;
         pages[n++] = p;
     }

@@ -49,6 +49,15 @@
  *                        until every other rank, reading without any DSM
  *                        call, has seen the round's bytes (20 s at most)
  *                        and said so by a message; no release until the end
+ *   dsm_test migrate     (invalidate) 24 rounds of barriers: each rank
+ *                        rewrites its own 256 KiB (homed round robin on
+ *                        every node at first), then reads the next rank's;
+ *                        from round 8 on the slices shift by one rank, from
+ *                        16 on by two (homes move away from nodes that
+ *                        hold copies); one page every rank writes its own
+ *                        bytes of (never moves); every read is checked, and
+ *                        node 0 counts moved homes: some with
+ *                        KNIT_DSM_MIGRATE=1, none with 0 (argument: 1 or 0)
  * Every case runs under both protocols (KNIT_DSM_PROTOCOL).  Prints
  * "ok CASE" on rank 0 when every rank passed.
  */
@@ -562,6 +571,44 @@ static void errors(void)
     OK(knit_dsm_barrier());
 }
 
+static unsigned char mig_value(int round, int slice, size_t i)
+{
+    return (unsigned char)(round * 31 + slice * 7 + i / 4096 + i % 251);
+}
+
+static void migrate(int expect_moves)
+{
+    unsigned char *base = (unsigned char *)knit_dsm_base() + (1u << 20);
+    const size_t n = 256u << 10;
+    volatile unsigned char *shared = base + (size_t)size * n; /* one page, byte r is rank r's */
+    OK(knit_dsm_barrier());
+    for (int round = 0; round < 24; round++) {
+        int shift = round / 8;
+        int mine = (rank + shift) % size, next = (rank + 1 + shift) % size;
+        unsigned char *a = base + (size_t)mine * n;
+        for (size_t i = 0; i < n; i++)
+            a[i] = mig_value(round, mine, i);
+        shared[rank] = (unsigned char)(round + rank);
+        OK(knit_dsm_barrier());
+        const unsigned char *b = base + (size_t)next * n;
+        for (size_t i = 0; i < n; i++)
+            CHECK(b[i] == mig_value(round, next, i), "round %d: byte %zu of slice %d is %u, not %u", round, i, next,
+                  b[i], mig_value(round, next, i));
+        for (int r = 0; r < size; r++)
+            CHECK(shared[r] == (unsigned char)(round + r), "round %d: the shared page's byte %d is %u, not %u", round,
+                  r, shared[r], (unsigned char)(round + r));
+        OK(knit_dsm_barrier());
+    }
+    knit_dsm_stats_t st;
+    OK(knit_dsm_stats(&st));
+    if (knit_node(ctx) == 0 && knit_local_rank(ctx) == 0) {
+        if (expect_moves)
+            CHECK(st.moved > 0, "no home moved");
+        else
+            CHECK(st.moved == 0, "%llu homes moved with KNIT_DSM_MIGRATE=0", (unsigned long long)st.moved);
+    }
+}
+
 int main(int argc, char **argv)
 {
     OK(knit_init(&argc, &argv, &ctx));
@@ -570,7 +617,7 @@ int main(int argc, char **argv)
     world = knit_comm_world(ctx);
     const char *cs = argc > 1 ? argv[1] : "same";
     /* (the region: 64 MiB, or the second argument's size; big's is its own) */
-    size_t region = argc > 2 && strcmp(cs, "big") ? parse_size(argv[2]) : 0;
+    size_t region = argc > 2 && strcmp(cs, "big") && strcmp(cs, "migrate") ? parse_size(argv[2]) : 0;
     if (!strcmp(cs, "refused")) {
         knit_status_t st = knit_dsm_init(ctx, 1 << 20);
         CHECK(st == KNIT_ERR_NOT_SUPPORTED, "init returned %s", knit_strerror(st));
@@ -635,6 +682,8 @@ int main(int argc, char **argv)
         push();
     else if (!strcmp(cs, "sparse"))
         sparse();
+    else if (!strcmp(cs, "migrate"))
+        migrate(argc > 2 && !strcmp(argv[2], "1"));
     else if (!strcmp(cs, "size")) /* KNIT_DSM_SIZE=12m: init(ctx, 0) took it */
         CHECK(knit_dsm_size() == (12u << 20), "the region has %zu bytes", knit_dsm_size());
     else

@@ -63,6 +63,15 @@ for l in 2:2 4:2 3:3; do
     expect_ok "dsm.update.push.n${l%:*}.nodes${l#*:}" push
 done
 
+# invalidate: homes move to their pages' one writer at barriers (and away
+# from nodes that keep copies); not with KNIT_DSM_MIGRATE=0
+for l in 2:2 4:2 3:3; do
+    run "$KNITRUN" -n "${l%:*}" --nodes "${l#*:}" --timeout 90 -x KNIT_DSM_PROTOCOL=invalidate "$T" migrate 1
+    expect_ok "dsm.invalidate.migrate.n${l%:*}.nodes${l#*:}" migrate
+done
+run "$KNITRUN" -n 2 --nodes 2 --timeout 90 -x KNIT_DSM_PROTOCOL=invalidate -x KNIT_DSM_MIGRATE=0 "$T" migrate 0
+expect_ok "dsm.invalidate.migrate_off.n2.nodes2" migrate
+
 # a region of 16 GiB (more than /dev/shm may hold): sparse, a page costs
 # memory once written; and KNIT_DSM_SIZE sets what init(ctx, 0) maps
 for p in update invalidate; do
