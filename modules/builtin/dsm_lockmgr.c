@@ -426,6 +426,18 @@ static int64_t moves_find(state_t *s, kn_dsm_move_t **out)
     return (int64_t)n;
 }
 
+/* A barrier's acquire, answered: its pages, or (sticky: the nodes may
+ * disagree on homes since) why moves failed. */
+static void acq_answer(knit_mod_ctx_t *m, state_t *s, int32_t node, int64_t rank, uint64_t pos, uint64_t token)
+{
+    if (s->move_error) {
+        kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = token, .b = (uint64_t)(int64_t)s->move_error};
+        K->send(m, node, &r, sizeof(r));
+    } else {
+        send_delta(m, s, node, rank, pos, token);
+    }
+}
+
 /* Answer the acquires held for the moves. */
 static void held_answer(knit_mod_ctx_t *m, state_t *s)
 {
@@ -433,12 +445,7 @@ static void held_answer(knit_mod_ctx_t *m, state_t *s)
     s->held = NULL;
     while (a) {
         acqwait_t *next = a->next;
-        if (s->move_error) {
-            kn_dsm_msg_t r = {.type = KN_DSM_M_REPLY, .ticket = a->token, .b = (uint64_t)(int64_t)s->move_error};
-            K->send(m, a->node, &r, sizeof(r));
-        } else {
-            send_delta(m, s, a->node, a->rank, a->pos, a->token);
-        }
+        acq_answer(m, s, a->node, a->rank, a->pos, a->token);
         free(a);
         a = next;
     }
@@ -451,8 +458,8 @@ static void held_answer(knit_mod_ctx_t *m, state_t *s)
 static void barrier_acq(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_dsm_msg_t *h)
 {
     uint64_t bar = h->c;
-    if (bar <= s->bar_done && !s->moving) {
-        send_delta(m, s, node, (int64_t)h->b, h->a, h->ticket);
+    if (s->move_error || (bar <= s->bar_done && !s->moving)) {
+        acq_answer(m, s, node, (int64_t)h->b, h->a, h->ticket);
         return;
     }
     acqwait_t *a = malloc(sizeof(*a));
@@ -473,12 +480,14 @@ static void barrier_acq(knit_mod_ctx_t *m, state_t *s, int32_t node, const kn_ds
     if (n > 0 && !s->move_error) {
         size_t len = sizeof(kn_dsm_msg_t) + (size_t)n * sizeof(*mv);
         char *msg = malloc(len);
-        if (!msg)
+        if (!msg) {
             s->move_error = KNIT_MOD_ERR_NOMEM;
-        for (int32_t k = 1; msg && k < s->nnodes; k++) {
+        } else {
             *(kn_dsm_msg_t *)msg = (kn_dsm_msg_t){.type = KN_DSM_M_MOVE, .origin = 0, .a = bar,
                                                   .bytes = (uint64_t)n * sizeof(*mv)};
             memcpy(msg + sizeof(kn_dsm_msg_t), mv, (size_t)n * sizeof(*mv));
+        }
+        for (int32_t k = 1; msg && k < s->nnodes; k++) {
             if (K->send(m, k, msg, len) == KNIT_MOD_OK)
                 s->moves_left++;
             else

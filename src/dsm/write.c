@@ -93,7 +93,9 @@ static void take(uint64_t p)
     dirty_add((uint32_t)p);
 }
 
-#define AHEAD 16   /* pages a sequential writer's fault opens */
+#define AHEAD 16       /* pages a sequential writer's fault opens, */
+#define AHEAD_MAX 256  /* ... twice as many each time it goes on from the last ones, up to this */
+#define STREAMS 16 /* sequential readers a thread's fetches follow */
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
@@ -114,11 +116,20 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     }
     if (kn_dsm.inval && (atomic_load(&kn_dsm.inval[p / 64]) & bit)) {
         /* invalidate: another node wrote the page since; its home has it.
-         * A reader going on from the page before fetches the invalid
-         * pages after it too, as far as they share the home. */
-        static __thread __attribute__((tls_model("initial-exec"))) uint64_t last = UINT64_MAX;
+         * A reader going on from a page it fetched before (one of the
+         * last STREAMS streams: a loop reads several arrays at once)
+         * fetches the invalid pages after it too, as far as they share
+         * the home. */
+        static __thread __attribute__((tls_model("initial-exec"))) uint64_t next[STREAMS]; /* (0: none) */
+        static __thread __attribute__((tls_model("initial-exec"))) unsigned oldest;
+        unsigned at = 0;
+        while (at < STREAMS && (!p || next[at] != p))
+            at++;
         uint64_t n = 1;
-        if (last + 1 == p) {
+        if (at == STREAMS) { /* a new stream, in the oldest's place */
+            at = oldest;
+            oldest = (oldest + 1) % STREAMS;
+        } else {
             int32_t home = kn_dsm_home(&kn_dsm.homes, p);
             while (n < KN_DSM_FETCH_MAX && p + n < kn_dsm.npages &&
                    (atomic_load(&kn_dsm.inval[(p + n) / 64]) & (1ull << ((p + n) % 64))) &&
@@ -136,7 +147,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         }
         for (uint64_t i = 0; i < n; i++)
             atomic_fetch_and(&kn_dsm.inval[(p + i) / 64], ~(1ull << ((p + i) % 64)));
-        last = p + n - 1;
+        next[at] = p + n;
         atomic_fetch_add_explicit(&kn_dsm.meta->c.fetches, n, memory_order_relaxed);
         mprotect(base + p * KN_DSM_PAGE, n * KN_DSM_PAGE, PROT_READ); /* a write faults once more, below */
         errno = saved;
@@ -156,16 +167,21 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         take(p);
         /* writing on from the page before: the next ones too, at one
          * fault and one mprotect (pages not written cost a compare that
-         * finds nothing at the release) */
-        uint64_t k = 1;
-        if (p > 0 && (atomic_load(&kn_dsm.bits[(p - 1) / 64]) & (1ull << ((p - 1) % 64))))
-            for (; k < AHEAD && p + k < kn_dsm.npages && kn_dsm_holds((p + k) * KN_DSM_PAGE); k++) {
+         * finds nothing at the release); more of them while the writer
+         * goes on through the ones its last fault opened */
+        static __thread __attribute__((tls_model("initial-exec"))) uint64_t wnext, wahead = AHEAD;
+        uint64_t k = 1, ahead = p != wnext ? AHEAD : 2 * wahead < AHEAD_MAX ? 2 * wahead : AHEAD_MAX;
+        if (p > 0 && (atomic_load(&kn_dsm.bits[(p - 1) / 64]) & (1ull << ((p - 1) % 64)))) {
+            for (; k < ahead && p + k < kn_dsm.npages && kn_dsm_holds((p + k) * KN_DSM_PAGE); k++) {
                 uint64_t q = p + k, qb = 1ull << (q % 64);
                 if ((kn_dsm.inval && (atomic_load(&kn_dsm.inval[q / 64]) & qb)) ||
                     (atomic_fetch_or(&kn_dsm.bits[q / 64], qb) & qb))
                     break;
                 take(q);
             }
+            wahead = ahead;
+            wnext = p + k;
+        }
         atomic_fetch_add_explicit(&kn_dsm.meta->c.faults, 1, memory_order_relaxed);
         mprotect(base + p * KN_DSM_PAGE, k * KN_DSM_PAGE, PROT_READ | PROT_WRITE);
     }

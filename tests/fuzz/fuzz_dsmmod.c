@@ -83,7 +83,7 @@ KN_FUZZ_TARGET(dsmmod)
     meta->size = bytes;
     meta->npages = PAGES;
     kn_dsm_init_t in = {.size = bytes, .window = 64u << 10, .frame = 8192, .protocol = kn_fz_u8(&f) % 2,
-                        .home_pages = kn_fz_u8(&f) % 4 + 1};
+                        .home_pages = kn_fz_u8(&f) % 4 + 1, .migrate = 1};
     KN_FUZZ_CHECK(replica_setup(S(m), &in, rdata, rtwin, meta) == KNIT_MOD_OK);
     z_script(&f, m, dsm_request, dsm_message, 3, any_agent);
     state_t *s = S(m);

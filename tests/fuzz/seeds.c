@@ -644,6 +644,22 @@ static void dsmmod(void)
             dsm_msg(&b, 1, m, 2048);
             kn_dsm_msg_t fetch = {.type = KN_DSM_M_FETCH, .ticket = 3, .a = 0, .b = 2};
             dsm_msg(&b, 2, &fetch, sizeof(fetch));
+            /* a barrier's acquire: pages 2 and 5, noted by node 0 alone,
+             * move there; the acquire waits for both other nodes' MOVED;
+             * a MOVE from a node other than 0 is refused */
+            kn_dsm_q_t bacq = {.op = KN_DSM_Q_ACQUIRE, .flags = KN_DSM_QF_BARRIER, .b = 1};
+            dsm_req(&b, 0, &bacq, sizeof(bacq));
+            u8(&b, 2);
+            kn_dsm_msg_t mvd = {.type = KN_DSM_M_MOVED, .origin = 1, .a = 1};
+            dsm_msg(&b, 1, &mvd, sizeof(mvd));
+            mvd.origin = 2;
+            dsm_msg(&b, 2, &mvd, sizeof(mvd));
+            struct {
+                kn_dsm_msg_t h;
+                kn_dsm_move_t mv;
+            } bad = {.h = {.type = KN_DSM_M_MOVE, .origin = 2, .a = 1, .bytes = sizeof(kn_dsm_move_t)},
+                     .mv = {.page = 3, .home = 2}};
+            dsm_msg(&b, 2, &bad, sizeof(bad));
         } else {
             uint32_t tok[2 * 3 + 0];
             kn_dsm_msg_t *t = (kn_dsm_msg_t *)m;
