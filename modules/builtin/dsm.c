@@ -479,14 +479,16 @@ static void ring_message(knit_mod_ctx_t *m, state_t *s, part_t *p, char *at)
     msg_send(m, s, p, KN_DSM_M_UPD, s->next, at, data, nf);
 }
 
-/* The end of the pages from `page` on homed at hn (at most a frame's
- * worth further; a page past the region ends it). */
-static uint64_t same_home_end(const state_t *s, uint64_t page, int32_t hn)
+/* The end (a byte offset) of the part's current run from `page` on, or
+ * before it the first page not homed at hn (looked for a frame's worth
+ * at most). */
+static uint64_t same_home_end(const state_t *s, const part_t *p, uint64_t page, int32_t hn)
 {
-    uint64_t end = page + 1, last = s->size / KN_DSM_PAGE, most = page + s->frame / KN_DSM_PAGE + 1;
-    while (end < last && end < most && kn_dsm_home(&s->homes, end) == hn)
+    const kn_dsm_run_t *r = &p->runs[p->at];
+    uint64_t run_end = r->off + r->len, most = page + s->frame / KN_DSM_PAGE + 1, end = page + 1;
+    while (end * KN_DSM_PAGE < run_end && end < most && kn_dsm_home(&s->homes, end) == hn)
         end++;
-    return end;
+    return end * KN_DSM_PAGE < run_end ? end * KN_DSM_PAGE : run_end;
 }
 
 /* Invalidate: the next message to the home of the pages the part goes on
@@ -499,7 +501,7 @@ static void home_message(knit_mod_ctx_t *m, state_t *s, part_t *p, char *at)
     while (p->at < p->nruns && data < s->frame && nf < 64) {
         uint64_t page = (p->runs[p->at].off + p->done) / KN_DSM_PAGE;
         int32_t hn = kn_dsm_home(&s->homes, page);
-        uint64_t home_end = same_home_end(s, page, hn) * KN_DSM_PAGE;
+        uint64_t home_end = same_home_end(s, p, page, hn);
         if (hn == s->self) { /* in place */
             advance(p, piece(p, UINT64_MAX, home_end));
             continue;
