@@ -82,6 +82,7 @@ static void win_release(kn_mpi_win_t *w)
     free(w->expose);
     free(w->expose_done);
     free(w->rop);
+    kn_mpi_win_msg_release(w);
     free(w);
 }
 
@@ -136,8 +137,12 @@ static kn_mpi_win_t *win_new(MPI_Comm comm, MPI_Info info, int disp_unit, MPI_Ai
     w->locked = calloc((size_t)w->n, 1);
     w->remote = calloc((size_t)w->n, 1);
     knit_status_t st = w->disp && w->locked && w->remote ? KNIT_OK : KNIT_ERR_NOMEM;
-    for (int i = 0; st == KNIT_OK && i < w->n; i++)
+    for (int i = 0; st == KNIT_OK && i < w->n; i++) {
         w->remote[i] = knit_node_of(kn_mpi.ctx, w->comm->ranks[i]) != knit_node(kn_mpi.ctx);
+        w->msg |= w->remote[i]; /* spanning nodes, every member has one on another node */
+    }
+    if (st == KNIT_OK && w->msg && !(w->msg_sent = calloc((size_t)w->n, sizeof(*w->msg_sent))))
+        st = KNIT_ERR_NOMEM;
     /* every member's disp_unit, and whether every member got this far */
     int mine[2] = {disp_unit, st == KNIT_OK}, *all = malloc((size_t)w->n * sizeof(mine));
     knit_status_t gs = all ? knit_allgather(w->comm->kc, mine, all, 2, KNIT_INT) : KNIT_ERR_NOMEM;
@@ -387,6 +392,10 @@ int MPI_Win_free(MPI_Win *win)
     int cls = kn_mpi_win_complete_ops(w, -1, 0, __func__);
     if (cls != MPI_SUCCESS)
         return cls;
+    /* messages of an epoch no fence closed (collective, as this is) */
+    knit_status_t ms = w->msg ? kn_mpi_win_msg_fence(w) : KNIT_OK;
+    if (ms != KNIT_OK)
+        return kn_mpi_win_error(w, __func__, kn_mpi_class_of(ms), ms, "the last epoch's messages failed");
     int e = kn_mpi_attrs_delete(KN_K_WIN, w->handle, &w->attrs);
     if (e != MPI_SUCCESS)
         return kn_mpi_win_error(w, __func__, e, KNIT_OK, "an attribute's delete callback failed");

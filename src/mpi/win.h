@@ -74,6 +74,12 @@ typedef struct kn_mpi_win {
     kn_mpi_attr_t *attrs;
     MPI_Info info;
     int no_locks, ordered_acc;
+    /* fence epochs' messages (win_msg.c) */
+    int msg;                   /* the window spans nodes: fences count messages */
+    long long *msg_sent;       /* [n] messages sent to each member this epoch */
+    unsigned msg_epoch;
+    struct kn_mpi_wm_pend *msg_pend; /* sends and replies in flight */
+    size_t nmsg_pend, cmsg_pend;
     char name[MPI_MAX_OBJECT_NAME];
 } kn_mpi_win_t;
 
@@ -85,7 +91,7 @@ enum { KN_WL_NONE = 0, KN_WL_SHARED, KN_WL_EXCL, KN_WL_ALL /* lock_all's, taken 
 #define KN_WL_EXCL_BIT ((int64_t)1 << 40)
 
 /* tags of the window's synchronization messages (on its communicator's internal context) */
-enum { KN_WT_POST = 1, KN_WT_COMPLETE = 2 };
+enum { KN_WT_POST = 1, KN_WT_COMPLETE = 2, KN_WT_MSG0 = 3 /* and 4 */, KN_WT_REPLY = 5, KN_WT_PSCW = 6 };
 
 kn_mpi_win_t *kn_mpi_win(MPI_Win h);
 /* Raise an error on the window (its handler). */
@@ -111,5 +117,24 @@ int kn_mpi_win_complete_ops(kn_mpi_win_t *w, int rank, int local, const char *fn
 int kn_mpi_win_access(kn_mpi_win_t *w, int rank, const char *fn);
 /* whether any epoch is open (MPI_Win_free must see none) */
 int kn_mpi_win_busy(const kn_mpi_win_t *w);
+
+/* win_msg.c: a put or get to rank that goes as a message to it (fence
+ * and start/complete epochs, another node); send it (origin and target
+ * layouts as the call gave them; a get's data arrives at the fence;
+ * KNIT_ERR_AGAIN: not as a message after all, take the other methods); at the fence, exchange
+ * the counts, apply and answer what came, wait for what went (collective);
+ * the window's last. */
+typedef struct kn_mpi_wm_pend kn_mpi_wm_pend_t;
+int kn_mpi_win_msg_wanted(const kn_mpi_win_t *w, int rank, size_t bytes);
+knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, int get, int rank, char *obuf, kn_mpi_type_t *ot, size_t ocount,
+                                uint64_t taddr, kn_mpi_type_t *tt, size_t tcount, size_t bytes);
+knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w);
+/* start/complete epochs: the messages sent to rank since the last call
+ * (complete tells the target), wait for them to leave, and at the target
+ * take k of them from origin. */
+long long kn_mpi_win_msg_sent(kn_mpi_win_t *w, int rank);
+knit_status_t kn_mpi_win_msg_complete(kn_mpi_win_t *w);
+knit_status_t kn_mpi_win_msg_take(kn_mpi_win_t *w, int origin, long long k);
+void kn_mpi_win_msg_release(kn_mpi_win_t *w);
 
 #endif

@@ -129,13 +129,15 @@ int MPI_Win_fence(int assert, MPI_Win win)
         return kn_mpi_win_error(w, __func__, MPI_ERR_RMA_SYNC, KNIT_OK,
                                 "a lock or a post/start epoch is open on this window");
     int cls = kn_mpi_win_complete_ops(w, -1, 0, __func__);
-    /* every member's operations are at their targets after this */
-    knit_status_t st = knit_barrier(w->comm->kc);
+    /* every member's operations are at their targets after this (the
+     * messages' exchange is a barrier too) */
+    knit_status_t st = w->msg ? kn_mpi_win_msg_fence(w) : knit_barrier(w->comm->kc);
     w->fence = !(assert & MPI_MODE_NOSUCCEED);
     if (cls != MPI_SUCCESS)
         return cls;
     if (st != KNIT_OK)
-        return kn_mpi_win_error(w, __func__, kn_mpi_class_of(st), st, "the fence's barrier failed");
+        return kn_mpi_win_error(w, __func__, kn_mpi_class_of(st), st,
+                                "the fence's %s failed: %s", w->msg ? "messages" : "barrier", knit_strerror(st));
     return MPI_SUCCESS;
 }
 
@@ -246,10 +248,17 @@ int MPI_Win_complete(MPI_Win win)
         return kn_mpi_win_error(w, __func__, MPI_ERR_RMA_SYNC, KNIT_OK, "no MPI_Win_start before");
     int cls = kn_mpi_win_complete_ops(w, -1, 0, __func__);
     for (int i = 0; i < w->naccess; i++) { /* the targets wait for these, whatever happened */
-        int e = sync_msg(w, 1, w->access[i], KN_WT_COMPLETE, __func__);
+        long long k = kn_mpi_win_msg_sent(w, w->access[i]); /* the puts sent as messages, before it */
+        int e = MPI_Send(&k, 1, MPI_LONG_LONG, w->access[i], KN_WT_COMPLETE, w->comm->handle);
+        if (e != MPI_SUCCESS)
+            e = kn_mpi_win_error(w, __func__, e, KNIT_ERR_PEER, "rank %d could not be reached", w->access[i]);
         if (cls == MPI_SUCCESS)
             cls = e;
     }
+    knit_status_t ms = kn_mpi_win_msg_complete(w);
+    if (ms != KNIT_OK && cls == MPI_SUCCESS)
+        cls = kn_mpi_win_error(w, __func__, kn_mpi_class_of(ms), ms, "the epoch's messages failed: %s",
+                               knit_strerror(ms));
     w->accessing = 0;
     w->naccess = 0;
     return cls;
@@ -270,10 +279,16 @@ static int expose_end(kn_mpi_win_t *w, int wait, int *flag, const char *fn)
             left = 1;
             continue;
         }
-        int e = sync_msg(w, 0, w->expose[i], KN_WT_COMPLETE, fn);
-        if (e != MPI_SUCCESS)
-            return e;
+        long long k = 0; /* its puts sent as messages, before it */
+        if (MPI_Recv(&k, 1, MPI_LONG_LONG, w->expose[i], KN_WT_COMPLETE, w->comm->handle, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS)
+            return kn_mpi_win_error(w, fn, MPI_ERR_OTHER, KNIT_ERR_PEER, "rank %d could not be reached",
+                                    w->expose[i]);
         w->expose_done[i] = 1;
+        knit_status_t st = k ? kn_mpi_win_msg_take(w, w->expose[i], k) : KNIT_OK;
+        if (st != KNIT_OK)
+            return kn_mpi_win_error(w, fn, kn_mpi_class_of(st), st, "rank %d's puts could not be applied: %s",
+                                    w->expose[i], knit_strerror(st));
     }
     if (flag)
         *flag = !left;

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mt.h"
 
@@ -515,6 +516,91 @@ static void objects(void)
         printf("  objects and errors ok\n");
 }
 
+/* Fence epochs in a row, each with puts and gets that go as messages to
+ * the targets on other nodes (one int, vectors, an indexed type's list of
+ * pieces) beside ones that do not (16 KiB contiguous).  Epochs alternate
+ * between the two halves of the window, so that a member checking what
+ * epoch e left in its memory is not written by epoch e+1 (rank 0 is made
+ * the slow one: the others send e+1's messages while it checks).  Then a
+ * put that no fence closes, which MPI_Win_free still delivers. */
+#define FM 4096 /* ints per member and half */
+static int fm_val(int ep, int o, int i)
+{
+    return ep * 1000000 + o * 1000 + i % 1000;
+}
+
+static void fence_messages(void)
+{
+    int n = mt_size, me = mt_rank;
+    size_t ints = (size_t)2 * n * FM;
+    int *mem = calloc(ints, sizeof(int)), *src = malloc((size_t)n * FM * sizeof(int)),
+        *back = malloc((size_t)n * FM * sizeof(int));
+    MPI_Win w;
+    OK(MPI_Win_create(mem, (MPI_Aint)(ints * sizeof(int)), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w));
+    MPI_Datatype vec, idx;
+    OK(MPI_Type_vector(FM / 4, 1, 2, MPI_INT, &vec)); /* the first half's even slots */
+    OK(MPI_Type_commit(&vec));
+    int bl[3] = {3, 1, 5}, dp[3] = {0, 7, 11}; /* 9 ints at 100.., not regular */
+    OK(MPI_Type_indexed(3, bl, dp, MPI_INT, &idx));
+    OK(MPI_Type_commit(&idx));
+#define REGION(ep, o) ((MPI_Aint)(((ep) % 2 * n + (o)) * FM))
+    OK(MPI_Win_fence(0, w));
+    for (int ep = 1; ep <= 6; ep++) {
+        for (int t = 0; t < n; t++) {
+            int *x = src + (size_t)t * FM;
+            for (int i = 0; i < FM; i++)
+                x[i] = fm_val(ep, me, i);
+            MPI_Aint r = REGION(ep, me);
+            if (ep % 3 == 1) {
+                OK(MPI_Put(x, FM / 4, MPI_INT, t, r, 1, vec, w));
+                OK(MPI_Put(x + 1, 1, MPI_INT, t, r + 1, 1, MPI_INT, w));
+                OK(MPI_Put(x + FM / 2, FM / 2, MPI_INT, t, r + FM / 2, FM / 2, MPI_INT, w));
+            } else if (ep % 3 == 2) {
+                OK(MPI_Put(x, 9, MPI_INT, t, r + 100, 1, idx, w));
+            } else { /* what epoch ep-2 (the same half) put there, through the vector on both sides */
+                memset(back + (size_t)t * FM, 0xff, FM * sizeof(int));
+                OK(MPI_Get(back + (size_t)t * FM, 1, vec, t, r, 1, vec, w));
+            }
+        }
+        OK(MPI_Win_fence(0, w));
+        if (me == 0)
+            usleep(20000);
+        for (int o = 0; o < n; o++) {
+            const int *m = mem + REGION(ep, o), *b = back + (size_t)o * FM;
+            if (ep % 3 == 1) {
+                for (int i = 0; i < FM / 4; i++)
+                    CHECK_EQ(m[2 * i], fm_val(ep, o, i));
+                CHECK_EQ(m[1], fm_val(ep, o, 1));
+                for (int i = FM / 2; i < FM; i++)
+                    CHECK_EQ(m[i], fm_val(ep, o, i));
+            } else if (ep % 3 == 2) {
+                for (int bb = 0, k = 0; bb < 3; bb++)
+                    for (int j = 0; j < bl[bb]; j++, k++)
+                        CHECK_EQ(m[100 + dp[bb] + j], fm_val(ep, o, k));
+                CHECK_EQ(m[103], 0); /* between the pieces: untouched */
+            } else {
+                for (int i = 0; i < FM / 4; i++) {
+                    CHECK_EQ(b[2 * i], fm_val(ep - 2, me, i));
+                    CHECK_EQ(b[2 * i + 1], -1);
+                }
+            }
+        }
+    }
+    /* a put that no fence closes: MPI_Win_free delivers it */
+    int last = 424242;
+    OK(MPI_Put(&last, 1, MPI_INT, (me + 1) % n, REGION(7, me) + 5, 1, MPI_INT, w));
+    OK(MPI_Win_free(&w));
+    CHECK_EQ(mem[REGION(7, (me + n - 1) % n) + 5], 424242);
+#undef REGION
+    OK(MPI_Type_free(&vec));
+    OK(MPI_Type_free(&idx));
+    free(mem);
+    free(src);
+    free(back);
+    if (me == 0)
+        printf("  fence messages ok\n");
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -524,6 +610,7 @@ int main(int argc, char **argv)
     for (int f = 0; f < 3; f++)
         for (int s = 0; s < S_NSYNC; s++)
             one_mode(flavors[f], s, round++);
+    fence_messages();
     atomics();
     pairs_and_requests();
     passive();

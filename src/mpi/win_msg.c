@@ -1,0 +1,402 @@
+/*
+ * Puts and gets to another node inside a fence epoch, carried as
+ * messages to the target rank (win.h; docs/mpi.md, One-sided).
+ *
+ * A fence is collective: every member calls it, so the target itself can
+ * apply what the epoch sent it, as Open MPI's osc pt2pt does, instead of
+ * the agents relaying it (rank -> agent -> agent -> rank: four hops, each
+ * a wake-up) or one RDMA per piece.  The origin packs a put's pieces
+ * behind a header describing the target's layout (one strided form, or
+ * a list of pieces) and sends it on the window's communicator; a get
+ * sends the header alone and posts the receive of the reply.  At the
+ * fence every member adds up how many messages each member was sent
+ * (MPI_Reduce_scatter_block: this also orders the fence as its barrier
+ * did), receives as many, applies the puts to its own window through
+ * knit (whose window check turns away what lies outside) and answers the
+ * gets; then waits for its own sends and replies.
+ *
+ * Tags alternate between two values from one fence to the next: a member
+ * that left fence e early may already send epoch e+1's messages to a
+ * member still receiving epoch e's, and must not be taken for one of
+ * them.  It cannot be two epochs ahead: fence e+1's sum needs everyone.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/win.h"
+#include "util/log.h"
+#include "util/config.h"
+
+/* What travels ahead of a put's data, or alone for a get. */
+typedef struct wm_hdr {
+    uint32_t kind;         /* WM_PUT, WM_GET */
+    int32_t levels;        /* 0..2: strided; WM_LIST: nseg (address, length) pairs follow */
+    uint64_t first;        /* strided: the target's address of the first block */
+    int64_t cnt[3], stride[2];
+    uint64_t nseg;
+    uint64_t bytes;        /* of data */
+} wm_hdr_t;
+
+enum { WM_PUT = 0x57504d31, WM_GET = 0x57474d31 };
+#define WM_LIST (-1)
+
+typedef struct wm_piece {
+    uint64_t addr, len;
+} wm_piece_t;
+
+/* A send or a get's reply still in flight. */
+struct kn_mpi_wm_pend {
+    MPI_Request rq;
+    void *buf;             /* ours to free once done */
+    /* a get's reply: unpacked into the origin's layout */
+    char *obuf;
+    kn_mpi_type_t *ot;
+    size_t ocount, bytes;
+    int rank;
+};
+
+static int tag_of(const kn_mpi_win_t *w)
+{
+    return KN_WT_MSG0 + (int)(w->msg_epoch & 1);
+}
+
+int kn_mpi_win_msg_wanted(const kn_mpi_win_t *w, int rank, size_t bytes)
+{
+    return w->msg && (w->fence || w->accessing) && w->remote[rank] && !w->locked[rank] && !w->lock_all &&
+           w->flavor != MPI_WIN_FLAVOR_DYNAMIC && bytes <= kn_cfg.mpi_win_msg_max;
+}
+
+/* A message of len bytes in a start/complete epoch must leave eagerly:
+ * its complete must not wait for the target, which may make other calls
+ * between post and wait (the network's eager limit). */
+static int eager(size_t len)
+{
+    return len <= (kn_cfg.net_eager_max ? kn_cfg.net_eager_max : kn_cfg.eager_max);
+}
+
+/* Room for k more entries in flight; the first of them (NULL: no memory). */
+static kn_mpi_wm_pend_t *pend_new(kn_mpi_win_t *w, size_t k)
+{
+    if (w->nmsg_pend + k > w->cmsg_pend) {
+        size_t cap = w->cmsg_pend ? 2 * w->cmsg_pend : 16;
+        kn_mpi_wm_pend_t *a = realloc(w->msg_pend, cap * sizeof(*a));
+        if (!a)
+            return NULL;
+        w->msg_pend = a;
+        w->cmsg_pend = cap;
+    }
+    kn_mpi_wm_pend_t *p = &w->msg_pend[w->nmsg_pend];
+    memset(p, 0, k * sizeof(*p));
+    for (size_t i = 0; i < k; i++)
+        p[i].rq = MPI_REQUEST_NULL;
+    return p;
+}
+
+/* The target's layout: strided when regular, else its pieces (merged
+ * where they touch) into *list (malloc'ed). */
+static int describe(wm_hdr_t *h, const kn_mpi_type_t *tt, uint64_t taddr, size_t tcount, wm_piece_t **list)
+{
+    MPI_Aint first = 0;
+    int levels = 0;
+    *list = NULL;
+    if (kn_mpi_type_strided(tt, tcount, &first, h->cnt, h->stride, &levels) &&
+        (levels < 1 || h->stride[0] >= 0) && (levels < 2 || h->stride[1] >= 0)) {
+        h->levels = levels;
+        h->first = taddr + (uint64_t)first;
+        return 1;
+    }
+    memset(h->cnt, 0, sizeof(h->cnt));
+    memset(h->stride, 0, sizeof(h->stride));
+    kn_mpi_tcur_t c;
+    kn_mpi_tcur_init(&c, tt, (const void *)(uintptr_t)taddr, tcount);
+    size_t cap = 16, k = 0, len;
+    char *a = NULL;
+    wm_piece_t *s = malloc(cap * sizeof(*s));
+    if (!s)
+        return 0;
+    while ((len = kn_mpi_tcur_next(&c, &a))) {
+        if (k && s[k - 1].addr + s[k - 1].len == (uint64_t)(uintptr_t)a) {
+            s[k - 1].len += len;
+            continue;
+        }
+        if (k == cap) {
+            wm_piece_t *g = realloc(s, 2 * cap * sizeof(*s));
+            if (!g) {
+                free(s);
+                return 0;
+            }
+            s = g;
+            cap *= 2;
+        }
+        s[k++] = (wm_piece_t){(uint64_t)(uintptr_t)a, len};
+    }
+    h->levels = WM_LIST;
+    h->nseg = k;
+    *list = s;
+    return 1;
+}
+
+knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, int get, int rank, char *obuf, kn_mpi_type_t *ot, size_t ocount,
+                                uint64_t taddr, kn_mpi_type_t *tt, size_t tcount, size_t bytes)
+{
+    int pscw = w->accessing;
+    if (pscw && (get || !eager(sizeof(wm_hdr_t) + bytes)))
+        return KNIT_ERR_AGAIN; /* a get's reply would wait for the target's wait */
+    wm_hdr_t h = {.kind = get ? WM_GET : WM_PUT, .bytes = bytes};
+    wm_piece_t *list = NULL;
+    if (!describe(&h, tt, taddr, tcount, &list))
+        return KNIT_ERR_NOMEM;
+    size_t hlen = sizeof(h) + h.nseg * sizeof(wm_piece_t), len = hlen + (get ? 0 : bytes);
+    if (pscw && !eager(len)) {
+        free(list);
+        return KNIT_ERR_AGAIN;
+    }
+    kn_mpi_wm_pend_t *p = pend_new(w, get ? 2 : 1); /* the send, and a get's reply */
+    char *buf = p ? malloc(len) : NULL;
+    void *tmp = buf && get ? malloc(bytes ? bytes : 1) : NULL;
+    if (!buf || (get && !tmp)) {
+        free(list);
+        free(buf);
+        free(tmp);
+        return KNIT_ERR_NOMEM;
+    }
+    memcpy(buf, &h, sizeof(h));
+    if (h.nseg)
+        memcpy(buf + sizeof(h), list, h.nseg * sizeof(wm_piece_t));
+    free(list);
+    if (!get)
+        kn_mpi_pack(ot, obuf, ocount, buf + hlen);
+    MPI_Comm c = w->comm->handle;
+    if (MPI_Isend(buf, (int)len, MPI_BYTE, rank, pscw ? KN_WT_PSCW : tag_of(w), c, &p->rq) != MPI_SUCCESS) {
+        free(buf);
+        free(tmp);
+        return KNIT_ERR_PEER;
+    }
+    p->buf = buf;
+    w->nmsg_pend++;
+    w->msg_sent[rank]++;
+    if (!get)
+        return KNIT_OK;
+    kn_mpi_wm_pend_t *r = p + 1;
+    r->buf = tmp;
+    r->obuf = obuf;
+    r->ot = ot;
+    kn_mpi_type_ref(ot);
+    r->ocount = ocount;
+    r->bytes = bytes;
+    r->rank = rank;
+    if (MPI_Irecv(tmp, (int)(bytes ? bytes : 1), MPI_BYTE, rank, KN_WT_REPLY, c, &r->rq) != MPI_SUCCESS) {
+        kn_mpi_type_unref(ot);
+        free(tmp);
+        return KNIT_ERR_PEER; /* the send is out: the fence still waits for it */
+    }
+    w->nmsg_pend++;
+    return KNIT_OK;
+}
+
+/* ------------------------------------------------------------ the target */
+
+/* Whether the strided form's counts and strides describe bytes bytes
+ * (and nothing overflows on the way). */
+static int strided_ok(const wm_hdr_t *h)
+{
+    if (h->levels < 0 || h->levels > 2 || h->cnt[0] <= 0)
+        return 0;
+    __int128 n = h->cnt[0];
+    for (int i = 1; i <= h->levels; i++) {
+        if (h->cnt[i] <= 0 || h->stride[i - 1] < 0)
+            return 0;
+        n *= h->cnt[i];
+        if (n > ((__int128)1 << 62))
+            return 0;
+    }
+    return n == (__int128)h->bytes;
+}
+
+/* Apply a put, or read a get's data into out: through knit on our own
+ * window, which turns away addresses outside it. */
+static knit_status_t self_xfer(kn_mpi_win_t *w, const wm_hdr_t *h, const wm_piece_t *pc, char *data)
+{
+    int get = h->kind == WM_GET;
+    if (h->levels != WM_LIST) {
+        if (h->levels == 0)
+            return get ? knit_get(w->kw, data, (void *)(uintptr_t)h->first, h->bytes, w->me, 0, NULL)
+                       : knit_put(w->kw, data, (void *)(uintptr_t)h->first, h->bytes, w->me, 0, NULL);
+        int64_t dense[2] = {h->cnt[0], h->cnt[0] * h->cnt[1]};
+        return get ? knit_get_strided(w->kw, data, dense, (void *)(uintptr_t)h->first, h->stride, h->cnt, h->levels,
+                                      w->me, 0, NULL)
+                   : knit_put_strided(w->kw, data, dense, (void *)(uintptr_t)h->first, h->stride, h->cnt, h->levels,
+                                      w->me, 0, NULL);
+    }
+    knit_rma_seg_t *s = malloc((h->nseg ? h->nseg : 1) * sizeof(*s));
+    if (!s)
+        return KNIT_ERR_NOMEM;
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < h->nseg; off += pc[i].len, i++)
+        s[i] = (knit_rma_seg_t){(uint64_t)(uintptr_t)data + off, pc[i].addr, pc[i].len};
+    knit_status_t st = get ? knit_get_list(w->kw, s, h->nseg, w->me, 0, NULL)
+                           : knit_put_list(w->kw, s, h->nseg, w->me, 0, NULL);
+    free(s);
+    return st;
+}
+
+/* One message of the epoch from src: checked, then applied or answered.
+ * A get is always answered (with nothing when it cannot be served), so
+ * that its origin does not wait for ever. */
+static knit_status_t serve(kn_mpi_win_t *w, char *msg, size_t len, int src)
+{
+    wm_hdr_t h;
+    const wm_piece_t *pc = (const wm_piece_t *)(msg + sizeof(h));
+    knit_status_t st = KNIT_ERR_INVAL;
+    char *reply = NULL;
+    size_t rlen = 0;
+    if (len < sizeof(h))
+        goto out;
+    memcpy(&h, msg, sizeof(h));
+    int get = h.kind == WM_GET;
+    if (!get && h.kind != WM_PUT)
+        goto out;
+    size_t hlen = sizeof(h);
+    if (h.levels == WM_LIST) {
+        if (h.nseg > (len - sizeof(h)) / sizeof(wm_piece_t))
+            goto out;
+        hlen += h.nseg * sizeof(wm_piece_t);
+        uint64_t sum = 0;
+        for (uint64_t i = 0; i < h.nseg; i++) {
+            if (pc[i].len > h.bytes - sum)
+                goto out;
+            sum += pc[i].len;
+        }
+        if (sum != h.bytes)
+            goto out;
+    } else if (!strided_ok(&h)) {
+        goto out;
+    }
+    if (len - hlen != (get ? 0 : h.bytes))
+        goto out;
+    if (!get) {
+        st = self_xfer(w, &h, pc, msg + hlen);
+        goto out;
+    }
+    reply = malloc(h.bytes ? h.bytes : 1);
+    st = reply ? self_xfer(w, &h, pc, reply) : KNIT_ERR_NOMEM;
+    if (st == KNIT_OK)
+        rlen = h.bytes;
+out:
+    if (st != KNIT_OK)
+        kn_warn("rank %d's one-sided message to this rank's window could not be %s: %s", src,
+                    len >= sizeof(uint32_t) && *(uint32_t *)msg == WM_GET ? "served" : "applied", knit_strerror(st));
+    if (len >= sizeof(uint32_t) && *(uint32_t *)msg == WM_GET) {
+        kn_mpi_wm_pend_t *p = pend_new(w, 1);
+        if (!p || MPI_Isend(reply, (int)rlen, MPI_BYTE, src, KN_WT_REPLY, w->comm->handle, &p->rq) != MPI_SUCCESS) {
+            free(reply); /* the origin sees the peer gone, or waits: nothing more to do here */
+            return st == KNIT_OK ? KNIT_ERR_NOMEM : st;
+        }
+        p->buf = reply;
+        w->nmsg_pend++;
+    }
+    return st;
+}
+
+/* Wait for every send and reply in flight; unpack the replies. */
+static knit_status_t drain(kn_mpi_win_t *w)
+{
+    knit_status_t first = KNIT_OK;
+    for (size_t i = 0; i < w->nmsg_pend; i++) {
+        kn_mpi_wm_pend_t *p = &w->msg_pend[i];
+        MPI_Status s;
+        int e = MPI_Wait(&p->rq, &s);
+        if (p->ot) {
+            int got = 0;
+            MPI_Get_count(&s, MPI_BYTE, &got);
+            if (e == MPI_SUCCESS && (size_t)got == p->bytes)
+                kn_mpi_unpack(p->ot, p->buf, p->bytes, p->obuf, p->ocount);
+            else if (first == KNIT_OK)
+                first = e == MPI_SUCCESS ? KNIT_ERR_PEER_FAULT : KNIT_ERR_PEER;
+            kn_mpi_type_unref(p->ot);
+        } else if (e != MPI_SUCCESS && first == KNIT_OK) {
+            first = KNIT_ERR_PEER;
+        }
+        free(p->buf);
+    }
+    w->nmsg_pend = 0;
+    return first;
+}
+
+/* Receive one message (from src, or any) with tag and apply or answer it. */
+static knit_status_t take(kn_mpi_win_t *w, int src, int tag)
+{
+    MPI_Comm c = w->comm->handle;
+    MPI_Message m;
+    MPI_Status s;
+    int len = 0;
+    if (MPI_Mprobe(src, tag, c, &m, &s) != MPI_SUCCESS)
+        return KNIT_ERR_PEER;
+    MPI_Get_count(&s, MPI_BYTE, &len);
+    char *msg = malloc(len ? (size_t)len : 1);
+    if (!msg) {
+        MPI_Mrecv(NULL, 0, MPI_BYTE, &m, MPI_STATUS_IGNORE); /* (truncated: dropped) */
+        return KNIT_ERR_NOMEM;
+    }
+    knit_status_t st = MPI_Mrecv(msg, len, MPI_BYTE, &m, MPI_STATUS_IGNORE) == MPI_SUCCESS
+                           ? serve(w, msg, (size_t)len, s.MPI_SOURCE)
+                           : KNIT_ERR_PEER;
+    free(msg);
+    return st;
+}
+
+knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w)
+{
+    long long nin = 0;
+    int tag = tag_of(w);
+    int e = MPI_Reduce_scatter_block(w->msg_sent, &nin, 1, MPI_LONG_LONG, MPI_SUM, w->comm->handle);
+    memset(w->msg_sent, 0, (size_t)w->n * sizeof(*w->msg_sent));
+    w->msg_epoch++;
+    knit_status_t first = e == MPI_SUCCESS ? KNIT_OK : KNIT_ERR_PEER;
+    for (long long i = 0; e == MPI_SUCCESS && i < nin; i++) {
+        knit_status_t st = take(w, MPI_ANY_SOURCE, tag);
+        if (first == KNIT_OK)
+            first = st;
+        if (st == KNIT_ERR_PEER)
+            break;
+    }
+    knit_status_t st = drain(w);
+    return first != KNIT_OK ? first : st;
+}
+
+long long kn_mpi_win_msg_sent(kn_mpi_win_t *w, int rank)
+{
+    if (!w->msg)
+        return 0;
+    long long k = w->msg_sent[rank];
+    w->msg_sent[rank] = 0;
+    return k;
+}
+
+knit_status_t kn_mpi_win_msg_complete(kn_mpi_win_t *w)
+{
+    return w->msg ? drain(w) : KNIT_OK;
+}
+
+knit_status_t kn_mpi_win_msg_take(kn_mpi_win_t *w, int origin, long long k)
+{
+    knit_status_t first = KNIT_OK;
+    for (long long i = 0; i < k; i++) {
+        knit_status_t st = take(w, origin, KN_WT_PSCW);
+        if (first == KNIT_OK)
+            first = st;
+        if (st == KNIT_ERR_PEER)
+            break;
+    }
+    return first;
+}
+
+void kn_mpi_win_msg_release(kn_mpi_win_t *w)
+{
+    for (size_t i = 0; i < w->nmsg_pend; i++) {
+        kn_mpi_type_unref(w->msg_pend[i].ot);
+        free(w->msg_pend[i].buf);
+    }
+    free(w->msg_pend);
+    free(w->msg_sent);
+}
