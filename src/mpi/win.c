@@ -141,7 +141,8 @@ static kn_mpi_win_t *win_new(MPI_Comm comm, MPI_Info info, int disp_unit, MPI_Ai
         w->remote[i] = knit_node_of(kn_mpi.ctx, w->comm->ranks[i]) != knit_node(kn_mpi.ctx);
         w->msg |= w->remote[i]; /* spanning nodes, every member has one on another node */
     }
-    if (st == KNIT_OK && w->msg && !(w->msg_sent = calloc((size_t)w->n, sizeof(*w->msg_sent))))
+    if (st == KNIT_OK && w->msg &&
+        (!(w->msg_sent = calloc((size_t)w->n, sizeof(*w->msg_sent))) || !(w->msg_acc = calloc((size_t)w->n, 1))))
         st = KNIT_ERR_NOMEM;
     /* every member's disp_unit, and whether every member got this far */
     int mine[2] = {disp_unit, st == KNIT_OK}, *all = malloc((size_t)w->n * sizeof(mine));

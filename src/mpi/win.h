@@ -77,6 +77,7 @@ typedef struct kn_mpi_win {
     /* fence epochs' messages (win_msg.c) */
     int msg;                   /* the window spans nodes: fences count messages */
     long long *msg_sent;       /* [n] messages sent to each member this epoch */
+    uint8_t *msg_acc;          /* [n] an accumulate among them */
     unsigned msg_epoch;
     struct kn_mpi_wm_pend *msg_pend; /* sends and replies in flight */
     size_t nmsg_pend, cmsg_pend;
@@ -118,16 +119,39 @@ int kn_mpi_win_access(kn_mpi_win_t *w, int rank, const char *fn);
 /* whether any epoch is open (MPI_Win_free must see none) */
 int kn_mpi_win_busy(const kn_mpi_win_t *w);
 
-/* win_msg.c: a put or get to rank that goes as a message to it (fence
- * and start/complete epochs, another node); send it (origin and target
- * layouts as the call gave them; a get's data arrives at the fence;
- * KNIT_ERR_AGAIN: not as a message after all, take the other methods); at the fence, exchange
- * the counts, apply and answer what came, wait for what went (collective);
- * the window's last. */
+/* win_msg.c: an operation to rank that goes as a message to it (fence
+ * epochs, and start/complete epochs' puts, another node).  Send it; what
+ * it fetches (a get's data, a fetching accumulate's or an atomic's
+ * result) arrives at the fence.  KNIT_ERR_AGAIN: not as a message after
+ * all, take the other methods.  At the fence: exchange the counts, apply
+ * and answer what came, wait for what went (collective). */
 typedef struct kn_mpi_wm_pend kn_mpi_wm_pend_t;
+enum { KN_WM_PUT = 1, KN_WM_GET, KN_WM_ACC, KN_WM_GACC, KN_WM_RMW };
+typedef struct kn_mpi_wm_op {
+    int kind, rank;
+    /* the origin's data (put, accumulate, a fetching accumulate's; NULL
+     * for MPI_NO_OP), or where a get's goes */
+    char *obuf;
+    kn_mpi_type_t *ot;
+    size_t ocount;
+    /* the target's layout (an atomic: taddr alone) and the data's bytes */
+    uint64_t taddr;
+    kn_mpi_type_t *tt;
+    size_t tcount, bytes;
+    const knit_rma_acc_t *acc;     /* accumulates; an atomic's dtype in acc->dtype */
+    /* where the answer goes: a get's is obuf in ot; a fetching
+     * accumulate's rbuf in rt (rt NULL: bytes as they come) */
+    char *rbuf;
+    kn_mpi_type_t *rt;
+    size_t rcount;
+    int aop;                       /* an atomic's knit_rma_atomic_op_t */
+    uint64_t operand, compare;
+} kn_mpi_wm_op_t;
 int kn_mpi_win_msg_wanted(const kn_mpi_win_t *w, int rank, size_t bytes);
-knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, int get, int rank, char *obuf, kn_mpi_type_t *ot, size_t ocount,
-                                uint64_t taddr, kn_mpi_type_t *tt, size_t tcount, size_t bytes);
+knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o);
+/* an accumulate went to rank as a message this epoch: its fetching
+ * accumulates and atomics must go that way too (accumulate_ordering) */
+int kn_mpi_win_msg_acc_pending(const kn_mpi_win_t *w, int rank);
 knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w);
 /* start/complete epochs: the messages sent to rank since the last call
  * (complete tells the target), wait for them to leave, and at the target

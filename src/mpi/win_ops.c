@@ -324,10 +324,14 @@ static int as_msg(int msg_ok, unsigned flags, size_t bytes)
     return msg_ok && (!(flags & KNIT_RMA_DIRECT) || bytes <= MSG_SMALL);
 }
 
-static knit_status_t send_msg(const wop_t *o, int kind)
+static knit_status_t send_msg(const wop_t *o, int kind, const knit_rma_acc_t *acc)
 {
-    return kn_mpi_win_msg_op(o->w, kind == K_GET, o->rank, o->obuf, o->ot, o->ocount, o->taddr, o->tt, o->tcount,
-                             o->bytes);
+    kn_mpi_wm_op_t m = {.kind = kind == K_PUT ? KN_WM_PUT : kind == K_GET ? KN_WM_GET : KN_WM_ACC,
+                        .rank = o->rank, .obuf = o->obuf, .ot = o->ot, .ocount = o->ocount, .taddr = o->taddr,
+                        .tt = o->tt, .tcount = o->tcount, .bytes = o->bytes, .acc = acc,
+                        /* a get's data: into the origin's layout */
+                        .rbuf = o->obuf, .rt = o->ot, .rcount = o->ocount};
+    return kn_mpi_win_msg_op(o->w, &m);
 }
 
 /* Start a put, get or accumulate described by o; *kr stays NULL where
@@ -344,7 +348,7 @@ static knit_status_t start(const wop_t *o, int kind, const knit_rma_acc_t *acc, 
             pieces *= os.cnt[i];
         flags = flags_for(o, kind, pieces, os.cnt[0]);
         knit_status_t ms;
-        if (as_msg(msg_ok, flags, o->bytes) && (ms = send_msg(o, kind)) != KNIT_ERR_AGAIN)
+        if (as_msg(msg_ok, flags, o->bytes) && (ms = send_msg(o, kind, acc)) != KNIT_ERR_AGAIN)
             return ms;
         char *l = o->obuf + os.first;
         void *r = (void *)(uintptr_t)(o->taddr + (uint64_t)ts.first);
@@ -371,7 +375,7 @@ static knit_status_t start(const wop_t *o, int kind, const knit_rma_acc_t *acc, 
         return KNIT_ERR_NOMEM;
     flags = flags_for(o, kind, (int64_t)n, n ? (int64_t)(o->bytes / n) : 0);
     knit_status_t ms;
-    if (as_msg(msg_ok, flags, o->bytes) && (ms = send_msg(o, kind)) != KNIT_ERR_AGAIN) {
+    if (as_msg(msg_ok, flags, o->bytes) && (ms = send_msg(o, kind, acc)) != KNIT_ERR_AGAIN) {
         free(s);
         return ms;
     }
@@ -499,8 +503,10 @@ static int put_get(int kind, const void *origin, int ocount, MPI_Datatype otype,
             return err;
     }
     kn_mpi_rop_t rop = {.big = kind == K_ACC && o.bytes > BIG_ACC};
-    /* (the request forms are for passive target: never a fence's message) */
-    int msg = kind != K_ACC && !req && kn_mpi_win_msg_wanted(w, rank, o.bytes);
+    /* (the request forms are for passive target: never a fence's message;
+     * an accumulate goes as one whatever its size, its order with the
+     * others kept) */
+    int msg = !req && kn_mpi_win_msg_wanted(w, rank, kind == K_ACC ? 0 : o.bytes);
     knit_status_t st = o.bytes ? start(&o, kind, kind == K_ACC ? &acc : NULL, msg, &rop.kr) : KNIT_OK;
     return started(&o, st, &rop, req);
 }
@@ -607,8 +613,26 @@ static int get_acc(const void *origin, int ocount, MPI_Datatype otype, void *res
         rop.type = rt;
         kn_mpi_type_ref(rt);
     }
-    knit_status_t st = KNIT_OK;
-    if (o.bytes) {
+    knit_status_t st = KNIT_ERR_AGAIN;
+    if (o.bytes && !req && kn_mpi_win_msg_acc_pending(w, rank) && kn_mpi_win_msg_wanted(w, rank, 0)) {
+        /* behind accumulates sent as messages: the same way, in order */
+        kn_mpi_wm_op_t m = {.kind = KN_WM_GACC, .rank = rank, .obuf = noop ? NULL : o.obuf, .ot = o.ot,
+                            .ocount = o.ocount, .taddr = o.taddr, .tt = o.tt, .tcount = o.tcount, .bytes = o.bytes,
+                            .acc = &acc, .rbuf = rop.tmp ? (char *)result : res, .rt = rop.tmp ? rt : NULL,
+                            .rcount = (size_t)rcount};
+        st = kn_mpi_win_msg_op(w, &m);
+        if (st != KNIT_ERR_AGAIN) {
+            free(rop.tmp); /* (the reply is unpacked into result at the fence) */
+            kn_mpi_type_unref(rop.type);
+            rop.tmp = NULL;
+            rop.type = NULL;
+        }
+    }
+    if (st != KNIT_ERR_AGAIN) {
+        /* sent */
+    } else if (!o.bytes) {
+        st = KNIT_OK;
+    } else {
         size_t n;
         knit_rma_seg_t *s;
         if (noop) { /* the origin side is never read: pair the result buffer with the target */
@@ -669,8 +693,20 @@ static int atomic(kn_mpi_win_t *w, knit_rma_atomic_op_t aop, const kn_mpi_type_t
     int err = order_after_big(w, rank, fn);
     if (err != MPI_SUCCESS)
         return err;
-    knit_status_t st = knit_rma_atomic(w->kw, aop, (knit_dtype_t)t->kdt, (void *)(uintptr_t)addr, operand, compare,
-                                       result, rank);
+    knit_status_t st = KNIT_ERR_AGAIN;
+    if (kn_mpi_win_msg_acc_pending(w, rank) && kn_mpi_win_msg_wanted(w, rank, 0)) {
+        /* behind accumulates sent as messages: the same way, in order */
+        knit_rma_acc_t acc = {.dtype = (knit_dtype_t)t->kdt};
+        kn_mpi_wm_op_t m = {.kind = KN_WM_RMW, .rank = rank, .taddr = addr, .bytes = t->size, .acc = &acc,
+                            .rbuf = result, .aop = aop};
+        memcpy(&m.operand, operand, t->size);
+        if (compare)
+            memcpy(&m.compare, compare, t->size);
+        st = kn_mpi_win_msg_op(w, &m);
+    }
+    if (st == KNIT_ERR_AGAIN)
+        st = knit_rma_atomic(w->kw, aop, (knit_dtype_t)t->kdt, (void *)(uintptr_t)addr, operand, compare, result,
+                             rank);
     if (st != KNIT_OK)
         return kn_mpi_win_error(w, fn, rma_class(st), st, "to rank %d: %s", rank, st_what(st));
     return MPI_SUCCESS;

@@ -586,6 +586,43 @@ static void fence_messages(void)
             }
         }
     }
+    /* accumulates in a fence epoch (as messages to other nodes), and the
+     * fetching ones behind them, which must see them (accumulate_ordering) */
+    long long *am = calloc(64, sizeof(long long)), *f = calloc((size_t)n * 4, sizeof(long long));
+    MPI_Win aw;
+    OK(MPI_Win_create(am, 64 * sizeof(long long), sizeof(long long), MPI_INFO_NULL, MPI_COMM_WORLD, &aw));
+    MPI_Datatype lvec;
+    OK(MPI_Type_vector(4, 1, 2, MPI_LONG_LONG, &lvec));
+    OK(MPI_Type_commit(&lvec));
+    long long one = me + 1, five = 5, hundred = 100, plus = 1, zero = 0, lv[8];
+    for (int i = 0; i < 8; i++)
+        lv[i] = i % 2 ? -1 : me * 10 + i;
+    OK(MPI_Win_fence(0, aw));
+    for (int t = 0; t < n; t++) {
+        OK(MPI_Accumulate(&one, 1, MPI_LONG_LONG, t, 0, 1, MPI_LONG_LONG, MPI_SUM, aw));
+        OK(MPI_Fetch_and_op(&zero, &f[4 * t], MPI_LONG_LONG, t, 0, MPI_NO_OP, aw));
+        OK(MPI_Accumulate(&five, 1, MPI_LONG_LONG, t, 2 + me, 1, MPI_LONG_LONG, MPI_SUM, aw));
+        OK(MPI_Compare_and_swap(&hundred, &five, &f[4 * t + 1], MPI_LONG_LONG, t, 2 + me, aw));
+        OK(MPI_Get_accumulate(&plus, 1, MPI_LONG_LONG, &f[4 * t + 2], 1, MPI_LONG_LONG, t, 2 + me, 1,
+                              MPI_LONG_LONG, MPI_SUM, aw));
+        OK(MPI_Accumulate(lv, 1, lvec, t, 40, 1, lvec, MPI_MAX, aw));
+    }
+    OK(MPI_Win_fence(0, aw));
+    CHECK_EQ(am[0], (long long)n * (n + 1) / 2);
+    for (int o = 0; o < n; o++)
+        CHECK_EQ(am[2 + o], 101);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(am[40 + i], i % 2 ? 0 : (n - 1) * 10 + i);
+    for (int t = 0; t < n; t++) {
+        CHECK(f[4 * t] >= me + 1 && f[4 * t] <= (long long)n * (n + 1) / 2);
+        CHECK_EQ(f[4 * t + 1], 5);
+        CHECK_EQ(f[4 * t + 2], 100);
+    }
+    OK(MPI_Win_free(&aw));
+    OK(MPI_Type_free(&lvec));
+    free(am);
+    free(f);
+
     /* a put that no fence closes: MPI_Win_free delivers it */
     int last = 424242;
     OK(MPI_Put(&last, 1, MPI_INT, (me + 1) % n, REGION(7, me) + 5, 1, MPI_INT, w));

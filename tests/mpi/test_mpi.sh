@@ -35,6 +35,13 @@ for prog in env errors order persist dtype dtype_big comm attr bsend mprobe canc
     done
 done
 
+# a window of more members than the fence's allreduce of counts takes
+if [ $two_nodes -eq 1 ]; then
+    job "win_many.n66.nodes2" 66 2 "mpi_win_many"
+else
+    skip "win_many.n66.nodes2" "communication between nodes is not supported yet"
+fi
+
 # the default handler ends the job with "MPI_<Function>: <class>: <detail>"
 fatal() { # what expected-text [knitrun options]
     local out rc
