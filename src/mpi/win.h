@@ -147,6 +147,24 @@ typedef struct kn_mpi_wm_op {
     int aop;                       /* an atomic's knit_rma_atomic_op_t */
     uint64_t operand, compare;
 } kn_mpi_wm_op_t;
+/* The messages' wire form: this header, for the list form nseg pieces,
+ * then the origin's data where data is 1. */
+typedef struct kn_mpi_wm_hdr {
+    uint32_t kind;         /* KN_WM_MAGIC | KN_WM_* */
+    int32_t levels;        /* 0..2: strided; KN_WM_LIST: nseg pieces follow */
+    uint64_t first;        /* strided: the target's address of the first block */
+    int64_t cnt[3], stride[2]; /* knit_put_strided's: cnt[0] bytes a block, cnt[1..levels] */
+    uint64_t nseg;
+    uint64_t bytes;        /* of data at the target */
+    int32_t dtype, op;     /* accumulates: knit's element type and op; an atomic's dtype */
+    uint32_t aop, data;    /* an atomic's knit_rma_atomic_op_t; 1: the origin's data follows */
+    uint64_t operand, compare;
+} kn_mpi_wm_hdr_t;
+typedef struct kn_mpi_wm_piece {
+    uint64_t addr, len;    /* at the target */
+} kn_mpi_wm_piece_t;
+#define KN_WM_MAGIC 0x574d0000u
+#define KN_WM_LIST (-1)
 int kn_mpi_win_msg_wanted(const kn_mpi_win_t *w, int rank, size_t bytes);
 knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o);
 /* an accumulate went to rank as a message this epoch: its fetching

@@ -1,52 +1,40 @@
 /*
- * Puts and gets to another node inside a fence epoch, carried as
+ * One-sided operations to another node inside a fence epoch, carried as
  * messages to the target rank (win.h; docs/mpi.md, One-sided).
  *
  * A fence is collective: every member calls it, so the target itself can
  * apply what the epoch sent it, as Open MPI's osc pt2pt does, instead of
  * the agents relaying it (rank -> agent -> agent -> rank: four hops, each
- * a wake-up) or one RDMA per piece.  The origin packs a put's pieces
- * behind a header describing the target's layout (one strided form, or
- * a list of pieces) and sends it on the window's communicator; a get
- * sends the header alone and posts the receive of the reply.  At the
- * fence every member adds up how many messages each member was sent
- * (an allreduce, or a reduce-scatter for many members: this also orders
- * the fence as its barrier did), receives as many, applies the puts to its own window through
- * knit (whose window check turns away what lies outside) and answers the
- * gets; then waits for its own sends and replies.
+ * a wake-up) or one RDMA per piece.  The origin packs a put's or an
+ * accumulate's data behind a header describing the target's layout (one
+ * strided form, or a list of pieces) and sends it on the window's
+ * communicator; a get sends the header alone and posts the receive of the
+ * reply (a fetching accumulate and an atomic, both).  At the fence every
+ * member adds up how many messages each member was sent (an allreduce, or
+ * a reduce-scatter for many members: a barrier too, as the fence's was),
+ * receives as many, applies them to its own window through knit (whose
+ * window check turns away what lies outside, and whose accumulates are
+ * atomic with everyone else's) and answers those that ask; then waits for
+ * its own sends and replies.
  *
  * Tags alternate between two values from one fence to the next: a member
  * that left fence e early may already send epoch e+1's messages to a
  * member still receiving epoch e's, and must not be taken for one of
  * them.  It cannot be two epochs ahead: fence e+1's sum needs everyone.
+ *
+ * Start/complete epochs send puts the same way, when the message leaves
+ * eagerly (a complete must not wait for its target): complete tells each
+ * target how many it sent, and the target's wait or test receives that
+ * many from it and applies them.  Gets and accumulates there keep the
+ * other methods: a reply would wait for the target's wait.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mpi/win.h"
 #include "util/log.h"
 #include "util/config.h"
-
-/* What travels ahead of a put's or an accumulate's data, or alone for a
- * get (and for a fetching accumulate of MPI_NO_OP, and an atomic). */
-typedef struct wm_hdr {
-    uint32_t kind;         /* KN_WM_* */
-    int32_t levels;        /* 0..2: strided; WM_LIST: nseg (address, length) pairs follow */
-    uint64_t first;        /* strided: the target's address of the first block */
-    int64_t cnt[3], stride[2];
-    uint64_t nseg;
-    uint64_t bytes;        /* of data at the target */
-    int32_t dtype, op;     /* accumulates: knit's element type and op */
-    uint32_t aop, data;    /* an atomic's knit_rma_atomic_op_t; 1: the origin's data follows */
-    uint64_t operand, compare;
-} wm_hdr_t;
-
-#define WM_MAGIC 0x574d0000u
-#define WM_LIST (-1)
-
-typedef struct wm_piece {
-    uint64_t addr, len;
-} wm_piece_t;
 
 /* A send or a reply still in flight. */
 struct kn_mpi_wm_pend {
@@ -83,7 +71,9 @@ static int eager(size_t len)
 static kn_mpi_wm_pend_t *pend_new(kn_mpi_win_t *w, size_t k)
 {
     if (w->nmsg_pend + k > w->cmsg_pend) {
-        size_t cap = w->cmsg_pend ? 2 * w->cmsg_pend : 16;
+        size_t cap = w->cmsg_pend ? w->cmsg_pend : 16;
+        while (cap < w->nmsg_pend + k)
+            cap *= 2;
         kn_mpi_wm_pend_t *a = realloc(w->msg_pend, cap * sizeof(*a));
         if (!a)
             return NULL;
@@ -99,7 +89,7 @@ static kn_mpi_wm_pend_t *pend_new(kn_mpi_win_t *w, size_t k)
 
 /* The target's layout: strided when regular, else its pieces (merged
  * where they touch) into *list (malloc'ed). */
-static int describe(wm_hdr_t *h, const kn_mpi_type_t *tt, uint64_t taddr, size_t tcount, wm_piece_t **list)
+static int describe(kn_mpi_wm_hdr_t *h, const kn_mpi_type_t *tt, uint64_t taddr, size_t tcount, kn_mpi_wm_piece_t **list)
 {
     MPI_Aint first = 0;
     int levels = 0;
@@ -116,7 +106,7 @@ static int describe(wm_hdr_t *h, const kn_mpi_type_t *tt, uint64_t taddr, size_t
     kn_mpi_tcur_init(&c, tt, (const void *)(uintptr_t)taddr, tcount);
     size_t cap = 16, k = 0, len;
     char *a = NULL;
-    wm_piece_t *s = malloc(cap * sizeof(*s));
+    kn_mpi_wm_piece_t *s = malloc(cap * sizeof(*s));
     if (!s)
         return 0;
     while ((len = kn_mpi_tcur_next(&c, &a))) {
@@ -125,7 +115,7 @@ static int describe(wm_hdr_t *h, const kn_mpi_type_t *tt, uint64_t taddr, size_t
             continue;
         }
         if (k == cap) {
-            wm_piece_t *g = realloc(s, 2 * cap * sizeof(*s));
+            kn_mpi_wm_piece_t *g = realloc(s, 2 * cap * sizeof(*s));
             if (!g) {
                 free(s);
                 return 0;
@@ -133,9 +123,9 @@ static int describe(wm_hdr_t *h, const kn_mpi_type_t *tt, uint64_t taddr, size_t
             s = g;
             cap *= 2;
         }
-        s[k++] = (wm_piece_t){(uint64_t)(uintptr_t)a, len};
+        s[k++] = (kn_mpi_wm_piece_t){(uint64_t)(uintptr_t)a, len};
     }
-    h->levels = WM_LIST;
+    h->levels = KN_WM_LIST;
     h->nseg = k;
     *list = s;
     return 1;
@@ -147,11 +137,11 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
     int data = o->kind == KN_WM_PUT || o->kind == KN_WM_ACC || (o->kind == KN_WM_GACC && o->obuf);
     /* start/complete: puts alone (a reply, or an accumulate's order behind
      * the agents' fetching ones, would wait for the target's wait) */
-    if (pscw && (o->kind != KN_WM_PUT || !eager(sizeof(wm_hdr_t) + o->bytes)))
+    if (pscw && (o->kind != KN_WM_PUT || !eager(sizeof(kn_mpi_wm_hdr_t) + o->bytes)))
         return KNIT_ERR_AGAIN;
     if (o->bytes > ((size_t)1 << 30))
         return KNIT_ERR_AGAIN;
-    wm_hdr_t h = {.kind = WM_MAGIC | (uint32_t)o->kind, .bytes = o->bytes, .data = (uint32_t)data};
+    kn_mpi_wm_hdr_t h = {.kind = KN_WM_MAGIC | (uint32_t)o->kind, .bytes = o->bytes, .data = (uint32_t)data};
     if (o->acc) {
         h.dtype = (int32_t)o->acc->dtype;
         h.op = (int32_t)o->acc->op;
@@ -159,15 +149,15 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
     h.aop = (uint32_t)o->aop;
     h.operand = o->operand;
     h.compare = o->compare;
-    wm_piece_t *list = NULL;
+    kn_mpi_wm_piece_t *list = NULL;
     if (o->kind == KN_WM_RMW) {
         h.first = o->taddr;
         h.cnt[0] = (int64_t)o->bytes;
     } else if (!describe(&h, o->tt, o->taddr, o->tcount, &list)) {
         return KNIT_ERR_NOMEM;
     }
-    size_t hlen = sizeof(h) + h.nseg * sizeof(wm_piece_t), len = hlen + (data ? o->bytes : 0);
-    if (pscw && !eager(len)) {
+    size_t hlen = sizeof(h) + h.nseg * sizeof(kn_mpi_wm_piece_t), len = hlen + (data ? o->bytes : 0);
+    if ((pscw && !eager(len)) || len > INT_MAX) {
         free(list);
         return KNIT_ERR_AGAIN;
     }
@@ -182,7 +172,7 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
     }
     memcpy(buf, &h, sizeof(h));
     if (h.nseg)
-        memcpy(buf + sizeof(h), list, h.nseg * sizeof(wm_piece_t));
+        memcpy(buf + sizeof(h), list, h.nseg * sizeof(kn_mpi_wm_piece_t));
     free(list);
     if (data)
         kn_mpi_pack(o->ot, o->obuf, o->ocount, buf + hlen);
@@ -225,7 +215,7 @@ int kn_mpi_win_msg_acc_pending(const kn_mpi_win_t *w, int rank)
 
 /* Whether the strided form's counts and strides describe bytes bytes
  * (and nothing overflows on the way). */
-static int strided_ok(const wm_hdr_t *h)
+static int strided_ok(const kn_mpi_wm_hdr_t *h)
 {
     if (h->levels < 0 || h->levels > 2 || h->cnt[0] <= 0)
         return 0;
@@ -242,14 +232,14 @@ static int strided_ok(const wm_hdr_t *h)
 
 /* The target's pieces as knit's list, the other side consecutive from
  * data (NULL: no memory). */
-static knit_rma_seg_t *segs_of(const wm_hdr_t *h, const wm_piece_t *pc, char *data, size_t *n)
+static knit_rma_seg_t *segs_of(const kn_mpi_wm_hdr_t *h, const kn_mpi_wm_piece_t *pc, char *data, size_t *n)
 {
-    size_t k = h->levels == WM_LIST ? h->nseg : (size_t)(h->bytes / (uint64_t)h->cnt[0]);
+    size_t k = h->levels == KN_WM_LIST ? h->nseg : (size_t)(h->bytes / (uint64_t)h->cnt[0]);
     knit_rma_seg_t *s = malloc((k ? k : 1) * sizeof(*s));
     if (!s)
         return NULL;
     uint64_t off = 0;
-    if (h->levels == WM_LIST) {
+    if (h->levels == KN_WM_LIST) {
         for (size_t i = 0; i < k; off += pc[i].len, i++)
             s[i] = (knit_rma_seg_t){(uint64_t)(uintptr_t)data + off, pc[i].addr, pc[i].len};
     } else {
@@ -270,7 +260,7 @@ static knit_rma_seg_t *segs_of(const wm_hdr_t *h, const wm_piece_t *pc, char *da
  * accumulate or an atomic answers into out: through knit on our own
  * window, which turns away addresses outside it and keeps accumulates
  * atomic with everyone else's. */
-static knit_status_t self_xfer(kn_mpi_win_t *w, const wm_hdr_t *h, const wm_piece_t *pc, char *data, char *out)
+static knit_status_t self_xfer(kn_mpi_win_t *w, const kn_mpi_wm_hdr_t *h, const kn_mpi_wm_piece_t *pc, char *data, char *out)
 {
     unsigned kind = h->kind & 0xffffu;
     void *first = (void *)(uintptr_t)h->first;
@@ -278,7 +268,7 @@ static knit_status_t self_xfer(kn_mpi_win_t *w, const wm_hdr_t *h, const wm_piec
     if (kind == KN_WM_RMW)
         return knit_rma_atomic(w->kw, (knit_rma_atomic_op_t)h->aop, acc.dtype, first, &h->operand, &h->compare, out,
                                w->me);
-    if ((kind == KN_WM_PUT || kind == KN_WM_GET) && h->levels != WM_LIST) {
+    if ((kind == KN_WM_PUT || kind == KN_WM_GET) && h->levels != KN_WM_LIST) {
         int get = kind == KN_WM_GET;
         char *x = get ? out : data;
         if (h->levels == 0)
@@ -309,8 +299,8 @@ static knit_status_t self_xfer(kn_mpi_win_t *w, const wm_hdr_t *h, const wm_piec
  * served), so that its origin does not wait for ever. */
 static knit_status_t serve(kn_mpi_win_t *w, char *msg, size_t len, int src)
 {
-    wm_hdr_t h;
-    const wm_piece_t *pc = (const wm_piece_t *)(msg + sizeof(h));
+    kn_mpi_wm_hdr_t h;
+    const kn_mpi_wm_piece_t *pc = (const kn_mpi_wm_piece_t *)(msg + sizeof(h));
     knit_status_t st = KNIT_ERR_INVAL;
     char *reply = NULL;
     size_t rlen = 0;
@@ -318,18 +308,18 @@ static knit_status_t serve(kn_mpi_win_t *w, char *msg, size_t len, int src)
     if (len < sizeof(h))
         goto out;
     memcpy(&h, msg, sizeof(h));
-    if ((h.kind & 0xffff0000u) != WM_MAGIC || (kind = h.kind & 0xffffu) < KN_WM_PUT || kind > KN_WM_RMW) {
+    if ((h.kind & 0xffff0000u) != KN_WM_MAGIC || (kind = h.kind & 0xffffu) < KN_WM_PUT || kind > KN_WM_RMW) {
         kind = 0;
         goto out;
     }
     size_t hlen = sizeof(h);
     if (kind == KN_WM_RMW) {
-        if (h.bytes > sizeof(uint64_t) || h.levels != 0)
+        if (h.levels != 0 || h.bytes != knit_dtype_size((knit_dtype_t)h.dtype) || h.bytes > sizeof(uint64_t))
             goto out;
-    } else if (h.levels == WM_LIST) {
-        if (h.nseg > (len - sizeof(h)) / sizeof(wm_piece_t))
+    } else if (h.levels == KN_WM_LIST) {
+        if (h.nseg > (len - sizeof(h)) / sizeof(kn_mpi_wm_piece_t))
             goto out;
-        hlen += h.nseg * sizeof(wm_piece_t);
+        hlen += h.nseg * sizeof(kn_mpi_wm_piece_t);
         uint64_t sum = 0;
         for (uint64_t i = 0; i < h.nseg; i++) {
             if (pc[i].len > h.bytes - sum)

@@ -35,11 +35,15 @@ for prog in env errors order persist dtype dtype_big comm attr bsend mprobe canc
     done
 done
 
-# a window of more members than the fence's allreduce of counts takes
+# a window of more members than the fence's allreduce of counts takes;
+# malformed one-sided messages to a fence (on one node: none to send)
+job "win_wire.n2" 2 1 "mpi_win_wire"
 if [ $two_nodes -eq 1 ]; then
     job "win_many.n66.nodes2" 66 2 "mpi_win_many"
+    job "win_wire.n2.nodes2" 2 2 "mpi_win_wire"
 else
     skip "win_many.n66.nodes2" "communication between nodes is not supported yet"
+    skip "win_wire.n2.nodes2" "communication between nodes is not supported yet"
 fi
 
 # the default handler ends the job with "MPI_<Function>: <class>: <detail>"
