@@ -167,9 +167,10 @@ typedef struct kn_mpi_wm_piece {
 #define KN_WM_LIST (-1)
 int kn_mpi_win_msg_wanted(const kn_mpi_win_t *w, int rank, size_t bytes);
 knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o);
-/* an accumulate went to rank as a message this epoch: its fetching
- * accumulates and atomics must go that way too (accumulate_ordering) */
-int kn_mpi_win_msg_acc_pending(const kn_mpi_win_t *w, int rank);
+/* an accumulate went to rank as a message this epoch, and the epoch still
+ * allows messages: its fetching accumulates and atomics must go that way
+ * too (accumulate_ordering) */
+int kn_mpi_win_msg_behind_acc(const kn_mpi_win_t *w, int rank);
 knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w);
 /* start/complete epochs: the messages sent to rank since the last call
  * (complete tells the target), wait for them to leave, and at the target

@@ -206,9 +206,9 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
     return KNIT_OK;
 }
 
-int kn_mpi_win_msg_acc_pending(const kn_mpi_win_t *w, int rank)
+int kn_mpi_win_msg_behind_acc(const kn_mpi_win_t *w, int rank)
 {
-    return w->msg && w->msg_acc[rank];
+    return w->msg && w->msg_acc[rank] && kn_mpi_win_msg_wanted(w, rank, 0);
 }
 
 /* ------------------------------------------------------------ the target */
@@ -331,8 +331,9 @@ static knit_status_t serve(kn_mpi_win_t *w, char *msg, size_t len, int src)
     } else if (!strided_ok(&h)) {
         goto out;
     }
-    if (h.data > 1 || len - hlen != (h.data ? h.bytes : 0) ||
-        h.data != (kind == KN_WM_PUT || kind == KN_WM_ACC || (kind == KN_WM_GACC && h.data)))
+    /* data: always behind a put or an accumulate, never behind a get or an atomic */
+    int with = kind == KN_WM_PUT || kind == KN_WM_ACC, without = kind == KN_WM_GET || kind == KN_WM_RMW;
+    if (h.data > 1 || (with && !h.data) || (without && h.data) || len - hlen != (h.data ? h.bytes : 0))
         goto out;
     if (kind == KN_WM_PUT || kind == KN_WM_ACC) {
         st = self_xfer(w, &h, pc, msg + hlen, NULL);

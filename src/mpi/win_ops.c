@@ -613,26 +613,25 @@ static int get_acc(const void *origin, int ocount, MPI_Datatype otype, void *res
         rop.type = rt;
         kn_mpi_type_ref(rt);
     }
-    knit_status_t st = KNIT_ERR_AGAIN;
-    if (o.bytes && !req && kn_mpi_win_msg_acc_pending(w, rank) && kn_mpi_win_msg_wanted(w, rank, 0)) {
+    knit_status_t st = KNIT_OK;
+    int sent = 0;
+    if (o.bytes && !req && kn_mpi_win_msg_behind_acc(w, rank)) {
         /* behind accumulates sent as messages: the same way, in order */
         kn_mpi_wm_op_t m = {.kind = KN_WM_GACC, .rank = rank, .obuf = noop ? NULL : o.obuf, .ot = o.ot,
                             .ocount = o.ocount, .taddr = o.taddr, .tt = o.tt, .tcount = o.tcount, .bytes = o.bytes,
                             .acc = &acc, .rbuf = rop.tmp ? (char *)result : res, .rt = rop.tmp ? rt : NULL,
                             .rcount = (size_t)rcount};
         st = kn_mpi_win_msg_op(w, &m);
-        if (st != KNIT_ERR_AGAIN) {
+        if ((sent = st != KNIT_ERR_AGAIN)) {
             free(rop.tmp); /* (the reply is unpacked into result at the fence) */
             kn_mpi_type_unref(rop.type);
             rop.tmp = NULL;
             rop.type = NULL;
+        } else {
+            st = KNIT_OK;
         }
     }
-    if (st != KNIT_ERR_AGAIN) {
-        /* sent */
-    } else if (!o.bytes) {
-        st = KNIT_OK;
-    } else {
+    if (o.bytes && !sent) {
         size_t n;
         knit_rma_seg_t *s;
         if (noop) { /* the origin side is never read: pair the result buffer with the target */
@@ -694,7 +693,7 @@ static int atomic(kn_mpi_win_t *w, knit_rma_atomic_op_t aop, const kn_mpi_type_t
     if (err != MPI_SUCCESS)
         return err;
     knit_status_t st = KNIT_ERR_AGAIN;
-    if (kn_mpi_win_msg_acc_pending(w, rank) && kn_mpi_win_msg_wanted(w, rank, 0)) {
+    if (kn_mpi_win_msg_behind_acc(w, rank)) {
         /* behind accumulates sent as messages: the same way, in order */
         knit_rma_acc_t acc = {.dtype = (knit_dtype_t)t->kdt};
         kn_mpi_wm_op_t m = {.kind = KN_WM_RMW, .rank = rank, .taddr = addr, .bytes = t->size, .acc = &acc,

@@ -174,10 +174,13 @@ static int *group_ranks(kn_mpi_win_t *w, MPI_Group group, int *n, const char *fn
     return out;
 }
 
-static int sync_msg(kn_mpi_win_t *w, int send, int peer, int tag, const char *fn)
+/* A synchronization message to or from peer, carrying *count (NULL:
+ * nothing). */
+static int sync_msg(kn_mpi_win_t *w, int send, int peer, int tag, long long *count, const char *fn)
 {
-    int e = send ? MPI_Send(NULL, 0, MPI_BYTE, peer, tag, w->comm->handle)
-                 : MPI_Recv(NULL, 0, MPI_BYTE, peer, tag, w->comm->handle, MPI_STATUS_IGNORE);
+    int n = count ? 1 : 0;
+    int e = send ? MPI_Send(count, n, MPI_LONG_LONG, peer, tag, w->comm->handle)
+                 : MPI_Recv(count, n, MPI_LONG_LONG, peer, tag, w->comm->handle, MPI_STATUS_IGNORE);
     if (e != MPI_SUCCESS)
         return kn_mpi_win_error(w, fn, e, KNIT_ERR_PEER, "rank %d could not be reached", peer);
     return MPI_SUCCESS;
@@ -202,7 +205,7 @@ int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* our stores before, visible to the origins' gets */
     for (int i = 0; i < n && !(assert & MPI_MODE_NOCHECK); i++)
-        if ((e = sync_msg(w, 1, r[i], KN_WT_POST, __func__)) != MPI_SUCCESS) {
+        if ((e = sync_msg(w, 1, r[i], KN_WT_POST, NULL, __func__)) != MPI_SUCCESS) {
             free(r);
             free(done);
             return e;
@@ -229,7 +232,7 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
     if (!r)
         return e;
     for (int i = 0; i < n && !(assert & MPI_MODE_NOCHECK); i++)
-        if ((e = sync_msg(w, 0, r[i], KN_WT_POST, __func__)) != MPI_SUCCESS) {
+        if ((e = sync_msg(w, 0, r[i], KN_WT_POST, NULL, __func__)) != MPI_SUCCESS) {
             free(r);
             return e;
         }
@@ -249,9 +252,7 @@ int MPI_Win_complete(MPI_Win win)
     int cls = kn_mpi_win_complete_ops(w, -1, 0, __func__);
     for (int i = 0; i < w->naccess; i++) { /* the targets wait for these, whatever happened */
         long long k = kn_mpi_win_msg_sent(w, w->access[i]); /* the puts sent as messages, before it */
-        int e = MPI_Send(&k, 1, MPI_LONG_LONG, w->access[i], KN_WT_COMPLETE, w->comm->handle);
-        if (e != MPI_SUCCESS)
-            e = kn_mpi_win_error(w, __func__, e, KNIT_ERR_PEER, "rank %d could not be reached", w->access[i]);
+        int e = sync_msg(w, 1, w->access[i], KN_WT_COMPLETE, &k, __func__);
         if (cls == MPI_SUCCESS)
             cls = e;
     }
@@ -280,10 +281,9 @@ static int expose_end(kn_mpi_win_t *w, int wait, int *flag, const char *fn)
             continue;
         }
         long long k = 0; /* its puts sent as messages, before it */
-        if (MPI_Recv(&k, 1, MPI_LONG_LONG, w->expose[i], KN_WT_COMPLETE, w->comm->handle, MPI_STATUS_IGNORE) !=
-            MPI_SUCCESS)
-            return kn_mpi_win_error(w, fn, MPI_ERR_OTHER, KNIT_ERR_PEER, "rank %d could not be reached",
-                                    w->expose[i]);
+        int e = sync_msg(w, 0, w->expose[i], KN_WT_COMPLETE, &k, fn);
+        if (e != MPI_SUCCESS)
+            return e;
         w->expose_done[i] = 1;
         knit_status_t st = k ? kn_mpi_win_msg_take(w, w->expose[i], k) : KNIT_OK;
         if (st != KNIT_OK)
