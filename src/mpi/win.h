@@ -40,7 +40,8 @@ typedef struct kn_mpi_win {
     kn_mpi_comm_t *comm;       /* the duplicate */
     int n, me;
     knit_win_t *kw;            /* the exposed memory */
-    knit_win_t *ctl;           /* lock words */
+    knit_win_t *ctl;           /* per member: [0] its lock word, [1] the last fence whose messages it
+                                * has applied (win_msg.c) */
     int flavor;
     void *base;
     MPI_Aint size;
@@ -78,7 +79,9 @@ typedef struct kn_mpi_win {
     int msg;                   /* the window spans nodes: fences count messages */
     long long *msg_sent;       /* [n] messages sent to each member this epoch */
     uint8_t *msg_acc;          /* [n] an accumulate among them */
-    unsigned msg_epoch;
+    unsigned long long msg_epoch;
+    unsigned long long *msg_unsettled; /* [n] a fence whose messages the member may still be applying
+                                        * (0: none): wait for it before reaching it otherwise */
     struct kn_mpi_wm_pend *msg_pend; /* sends and replies in flight */
     size_t nmsg_pend, cmsg_pend;
     char name[MPI_MAX_OBJECT_NAME];
@@ -172,6 +175,11 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o);
  * too (accumulate_ordering) */
 int kn_mpi_win_msg_behind_acc(const kn_mpi_win_t *w, int rank);
 knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w);
+/* Before an operation to rank that is not a message of this epoch (the
+ * direct and agent methods, on this node or another): rank has applied
+ * what earlier fences' messages brought it, which it does after the
+ * others may have left that fence. */
+knit_status_t kn_mpi_win_msg_settled(kn_mpi_win_t *w, int rank);
 /* start/complete epochs: the messages sent to rank since the last call
  * (complete tells the target), wait for them to leave, and at the target
  * take k of them from origin. */

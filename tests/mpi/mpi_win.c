@@ -638,6 +638,62 @@ static void fence_messages(void)
         printf("  fence messages ok\n");
 }
 
+/* What a fence's messages carried is in place for every access after the
+ * fence, not only for the messages of the next epoch: every member puts
+ * many small pieces (a vector: messages to the members on other nodes)
+ * into a region of its own in every other member's window; after the
+ * fence every member reads every other member's whole window with one
+ * contiguous get (more than a message carries: cross-memory attach or a
+ * copy on this node, the network or the agents to another), which must
+ * find every origin's pieces, the other node's too, though their target
+ * may still be applying them when the get starts. */
+#define FD 8192 /* ints per origin region */
+static int fd_val(int ep, int o, int i)
+{
+    return ep * 1000000 + o * 10000 + i % 10000;
+}
+
+static void fence_then_direct(void)
+{
+    int n = mt_size, me = mt_rank;
+    size_t ints = (size_t)n * FD;
+    int *mem = calloc(ints, sizeof(int)), *src = malloc(FD * sizeof(int)), *back = malloc(ints * sizeof(int));
+    MPI_Win w;
+    OK(MPI_Win_create(mem, (MPI_Aint)(ints * sizeof(int)), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w));
+    MPI_Datatype vec;
+    OK(MPI_Type_vector(FD / 2, 1, 2, MPI_INT, &vec)); /* the region's even slots */
+    OK(MPI_Type_commit(&vec));
+    OK(MPI_Win_fence(0, w));
+    int bad = 0;
+    for (int ep = 1; ep <= 8; ep++) {
+        for (int i = 0; i < FD / 2; i++)
+            src[i] = fd_val(ep, me, i);
+        for (int t = 0; t < n; t++)
+            if (t != me)
+                OK(MPI_Put(src, FD / 2, MPI_INT, t, (MPI_Aint)me * FD, 1, vec, w));
+        OK(MPI_Win_fence(0, w));
+        for (int t = 0; t < n; t++) {
+            if (t == me)
+                continue;
+            OK(MPI_Get(back, (int)ints, MPI_INT, t, 0, (int)ints, MPI_INT, w));
+            OK(MPI_Win_fence(0, w)); /* (collective: every member gets from t now) */
+            for (int o = 0; o < n; o++)
+                for (int i = 0; o != t && i < FD / 2; i++)
+                    if (back[(size_t)o * FD + 2 * (size_t)i] != fd_val(ep, o, i) && !bad++)
+                        fprintf(stderr, "rank %d: epoch %d, rank %d's window, origin %d's piece %d: %d, not %d\n",
+                                me, ep, t, o, i, back[(size_t)o * FD + 2 * (size_t)i], fd_val(ep, o, i));
+        }
+    }
+    CHECK_EQ(bad, 0);
+    OK(MPI_Win_free(&w));
+    OK(MPI_Type_free(&vec));
+    free(mem);
+    free(src);
+    free(back);
+    if (me == 0)
+        printf("  fence then direct ok\n");
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -648,6 +704,7 @@ int main(int argc, char **argv)
         for (int s = 0; s < S_NSYNC; s++)
             one_mode(flavors[f], s, round++);
     fence_messages();
+    fence_then_direct();
     atomics();
     pairs_and_requests();
     passive();
