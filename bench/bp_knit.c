@@ -180,8 +180,8 @@ void bp_rma_strided(int put, void *local, size_t lstride, size_t roff, size_t rs
 {
     int64_t count[2] = {(int64_t)bsize, (int64_t)nblk}, ls[1] = {(int64_t)lstride}, rs[1] = {(int64_t)rstride};
     char *remote = (char *)knit_win_base(win, rank) + roff;
-    if (put)
-        check(knit_put_strided(win, local, ls, remote, rs, count, 1, rank, (unsigned)method, NULL),
+    if (put) /* complete once the source may be reused, as MPI_Put (the fence waits for the rest) */
+        check(knit_put_strided(win, local, ls, remote, rs, count, 1, rank, (unsigned)method | KNIT_RMA_LOCAL, NULL),
               "knit_put_strided");
     else
         check(knit_get_strided(win, local, ls, remote, rs, count, 1, rank, (unsigned)method, NULL),

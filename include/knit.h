@@ -235,6 +235,8 @@ knit_status_t knit_probe(knit_ctx_t *ctx, int peer, int tag, uint32_t comm_id,
  *   1 .. 4095                 MPI communicators (knit's MPI)
  *   0x40000000 | id           MPI's internal traffic on communicator id
  *   0x2a000000 .. 0x2a0000ff  ARMCI (armci_msg_snd/rcv, its scope communicators)
+ *   0x2b000000 .. 0x2bffffff  komp (OpenMP across nodes: its teams' communicators)
+ *   0x2c000000                one-sided (knit_rma_barrier's messages of held puts)
  */
 #define KNIT_COLL_CTX_BIT 0x80000000u
 

@@ -97,7 +97,12 @@ knit_comm_t *knit_win_comm(const knit_win_t *win);
  * fence (knit_rma_fence, _fence_all, _barrier, knit_win_free) waits for
  * the rest and returns the first error any of them had (MPI_Put's and
  * ARMCI_Put's completion).  Where the method moves the data itself
- * (direct) nothing changes: complete at the target on return. */
+ * (direct) nothing changes: complete at the target on return.  Under
+ * auto, a put of at most KNIT_RMA_DEFER_MAX bytes to a rank on another
+ * node is packed and held until the next synchronization (docs/rma.md,
+ * Puts held for the barrier): knit_rma_barrier hands it to the target as
+ * a message, anything else through the agents; nothing of it leaves
+ * before. */
 #define KNIT_RMA_LOCAL 0x10u
 
 knit_status_t knit_win_set_method(knit_win_t *win, unsigned method);
@@ -229,7 +234,10 @@ knit_status_t knit_rma_waitall(size_t n, knit_rma_req_t **reqs);
  * fence. */
 knit_status_t knit_rma_fence(knit_win_t *win, int rank);
 knit_status_t knit_rma_fence_all(knit_win_t *win);
-/* Collective: fence_all, then a barrier of the window's communicator. */
+/* Collective: fence_all, then a barrier of the window's communicator; on
+ * return every member's operations before it are complete at their
+ * targets (puts held for other nodes go as one message to each target,
+ * which applies them in the barrier). */
 knit_status_t knit_rma_barrier(knit_win_t *win);
 
 #ifdef __cplusplus

@@ -293,14 +293,22 @@ int ARMCI_NbAcc(int optype, void *scale, void *src, void *dst, int bytes, int pr
     return contig(__func__, OP_ACC, optype, scale, src, dst, bytes, proc, 1, hdl, 0);
 }
 
+/* The flag of the _flag forms: set at proc, behind the data (fenced
+ * before), and there when the call returns (it is what proc waits on). */
+static int put_flag(const char *fn, int *flag, int value, int proc)
+{
+    int rc = kn_armci_fence_remote();
+    if (!rc)
+        rc = contig(fn, OP_PUT, 0, NULL, &value, flag, (int)sizeof(int), proc, 0, NULL, 0);
+    return rc ? rc : kn_armci_fence_remote();
+}
+
 int ARMCI_Put_flag(void *src, void *dst, int bytes, int *flag, int value, int proc)
 {
     /* the put completes locally: the fence puts the data at proc before
      * the flag follows */
     int rc = ARMCI_Put(src, dst, bytes, proc);
-    if (!rc)
-        rc = kn_armci_fence_remote();
-    return rc ? rc : contig(__func__, OP_PUT, 0, NULL, &value, flag, (int)sizeof(int), proc, 0, NULL, 0);
+    return rc ? rc : put_flag(__func__, flag, value, proc);
 }
 
 /* ---------------------------------------------------------------- values */
@@ -456,9 +464,7 @@ int ARMCI_PutS_flag(void *src_ptr, int src_stride_arr[], void *dst_ptr, int dst_
                     int stride_levels, int *flag, int value, int proc)
 {
     int rc = ARMCI_PutS(src_ptr, src_stride_arr, dst_ptr, dst_stride_arr, count, stride_levels, proc);
-    if (!rc)
-        rc = kn_armci_fence_remote(); /* the data at proc before the flag */
-    return rc ? rc : contig(__func__, OP_PUT, 0, NULL, &value, flag, (int)sizeof(int), proc, 0, NULL, 0);
+    return rc ? rc : put_flag(__func__, flag, value, proc);
 }
 
 /* ---------------------------------------------------------------- vector */
@@ -692,11 +698,19 @@ int ARMCI_WaitAll(void)
 
 /* Puts and accumulates complete locally (KNIT_RMA_LOCAL, as ARMCI's do):
  * this waits until every one of them is at its target too, and returns
- * the first error any had there (one fence of the agents covers every
- * region). */
+ * the first error any had there.  Every region's window: each holds its
+ * own puts to other nodes until a synchronization (docs/rma.md); one
+ * fence of the agents covers them all, so after the first the others
+ * cost nothing where they held nothing. */
 knit_status_t kn_armci_fence_remote(void)
 {
-    return kn_armci.regions ? knit_rma_fence_all(kn_armci.regions->win) : KNIT_OK;
+    knit_status_t first = KNIT_OK;
+    for (kn_armci_region_t *r = kn_armci.regions; r; r = r->next) {
+        knit_status_t st = knit_rma_fence_all(r->win);
+        if (first == KNIT_OK)
+            first = st;
+    }
+    return first;
 }
 
 void ARMCI_Fence(int proc)

@@ -27,22 +27,6 @@
 #include "util/log.h"
 #include "util/mem.h"
 
-/* An operation, described. */
-typedef struct xfer {
-    int kind;                      /* KN_RMA_K_* */
-    kn_rma_desc_t ldesc, rdesc;    /* strided (segs NULL) */
-    uint64_t laddr, raddr;
-    kn_rma_seg_t *segs;            /* list form (malloc'ed) */
-    uint64_t nseg;
-    uint64_t total, nblocks, bsize;
-    uint64_t lext, rext;           /* strided: bytes from the first to past the last byte, per side */
-    knit_rma_acc_t acc;
-    uint32_t aop;                  /* RMW */
-    uint64_t operand, compare;
-    uint64_t resaddr;              /* GACC: where the target's data before goes (contiguous) */
-    uint64_t lockaddr;             /* ACC, GACC, RMW: the target's accumulate lock */
-} xfer_t;
-
 typedef struct dcomp {
     kn_tl_comp_t c;
     knit_rma_req_t *r;
@@ -107,7 +91,7 @@ static void finish(knit_rma_req_t *r, knit_status_t st)
 
 /* Every local piece could be user memory (the cheap check a send's buffer
  * gets, for copies this process makes itself). */
-static int local_plausible(const xfer_t *x)
+int kn_rma_local_plausible(const xfer_t *x)
 {
     kn_rma_cur_t c;
     cur_local(&c, x);
@@ -231,6 +215,13 @@ static knit_status_t agent_fence(void)
 
 knit_status_t kn_rma_wait_win(knit_win_t *w, int rank)
 {
+    knit_status_t st = kn_rma_defer_flush(w, rank);
+    knit_status_t st2 = kn_rma_wait_reqs(w, rank);
+    return st != KNIT_OK ? st : st2;
+}
+
+knit_status_t kn_rma_wait_reqs(knit_win_t *w, int rank)
+{
     winwait_t ww = {w, rank};
     knit_status_t st = KNIT_OK;
     if (!win_cond(&ww))
@@ -305,6 +296,11 @@ knit_status_t knit_rma_barrier(knit_win_t *w)
 {
     if (!w)
         return KNIT_ERR_INVAL;
+    if (w->defer) { /* what it held goes to each target now, as one message */
+        knit_status_t st = kn_rma_wait_reqs(w, -1);
+        knit_status_t st2 = kn_rma_defer_barrier(w);
+        return st != KNIT_OK ? st : st2;
+    }
     knit_status_t st = kn_rma_wait_win(w, -1);
     knit_status_t st2 = knit_barrier(w->comm);
     return st != KNIT_OK ? st : st2;
@@ -483,7 +479,7 @@ static knit_status_t via_agent(knit_win_t *w, int rank, xfer_t *x, unsigned meth
     }
     if (nseg)
         memcpy(q + 1, x->segs, nseg * sizeof(kn_rma_seg_t));
-    if (pack && !local_plausible(x)) {
+    if (pack && !kn_rma_local_plausible(x)) {
         free(q);
         return KNIT_ERR_FAULT;
     }
@@ -584,7 +580,7 @@ static int locked_here(kn_tl_t *tl, int job, const xfer_t *x, uint64_t *result, 
     while ((n = kn_rma_cur_pair(&lc, &rc, sizeof(tmp), &la, &ra)))
         if (!amap(tl, job, ra, n))
             return 0;
-    if (!local_plausible(x) ||
+    if (!kn_rma_local_plausible(x) ||
         (x->kind == KN_RMA_K_GACC && kn_mem_implausible((void *)(uintptr_t)x->resaddr, x->total))) {
         *st = KNIT_ERR_FAULT;
         return 1;
@@ -769,6 +765,31 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
     return st;
 }
 
+knit_status_t kn_rma_start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_rma_req_t **out)
+{
+    return start(w, rank, x, flags, out);
+}
+
+/* A call, checked and described: after what earlier barriers brought
+ * rank, held for the next synchronization, or started (after what rank
+ * has held: in order). */
+static knit_status_t run(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_rma_req_t **out)
+{
+    int held = 0;
+    knit_status_t st = w->defer ? kn_rma_defer_put(w, rank, x, flags, &held) : KNIT_OK;
+    if (st == KNIT_OK && !held) /* (a held one goes with the next barrier's messages: in order) */
+        st = kn_rma_settled(w, rank);
+    if (st == KNIT_OK && !held)
+        st = kn_rma_defer_flush(w, rank);
+    if (st != KNIT_OK || held) {
+        free(x->segs);
+        if (out)
+            *out = NULL; /* held: complete as the call's flags ask (the source is ours again) */
+        return st;
+    }
+    return start(w, rank, x, flags, out);
+}
+
 /* Check and describe a strided call; src and dst as the caller named
  * them (the remote one in rank's window). */
 static knit_status_t strided(knit_win_t *w, int kind, const void *src, const int64_t *sstride, const void *dst,
@@ -949,7 +970,7 @@ static knit_status_t gacc_check(const knit_rma_acc_t *acc, void *result, xfer_t 
             free(x.segs);                                                                              \
             return st_;                                                                                \
         }                                                                                              \
-        return start(w, rank, &x, flags, req);                                                         \
+        return run(w, rank, &x, flags, req);                                                           \
     } while (0)
 
 knit_status_t knit_put(knit_win_t *w, const void *src, void *dst, size_t len, int rank, unsigned flags,
@@ -1067,7 +1088,11 @@ knit_status_t knit_rma_atomic(knit_win_t *w, knit_rma_atomic_op_t op, knit_dtype
         memcpy(&x.compare, compare, es);
     if (!in_window(w, rank, x.raddr, es))
         return KNIT_ERR_RANGE;
-    knit_status_t st;
+    knit_status_t st = kn_rma_settled(w, rank);
+    if (st == KNIT_OK)
+        st = kn_rma_defer_flush(w, rank);
+    if (st != KNIT_OK)
+        return st;
     uint64_t old = 0;
     if (quick(w, rank, &x, KNIT_RMA_AGENT, &st, &old)) { /* done here, under the target's lock */
         if (st == KNIT_OK)

@@ -16,6 +16,22 @@
 #include "rma/rma_mod.h"
 #include "util/list.h"
 
+/* An operation, described. */
+typedef struct xfer {
+    int kind;                      /* KN_RMA_K_* */
+    kn_rma_desc_t ldesc, rdesc;    /* strided (segs NULL) */
+    uint64_t laddr, raddr;
+    kn_rma_seg_t *segs;            /* list form (malloc'ed) */
+    uint64_t nseg;
+    uint64_t total, nblocks, bsize;
+    uint64_t lext, rext;           /* strided: bytes from the first to past the last byte, per side */
+    knit_rma_acc_t acc;
+    uint32_t aop;                  /* RMW */
+    uint64_t operand, compare;
+    uint64_t resaddr;              /* GACC: where the target's data before goes (contiguous) */
+    uint64_t lockaddr;             /* ACC, GACC, RMW: the target's accumulate lock */
+} xfer_t;
+
 /* One member's exposed memory. */
 typedef struct kn_rma_peer {
     uint64_t base, size, rkey;
@@ -33,6 +49,13 @@ struct knit_win {
     unsigned method;       /* KNIT_RMA_* (not DEFAULT) */
     int dynamic;           /* every address of every member (knit_win_create_dynamic) */
     kn_list_t reqs;        /* requests not yet complete */
+    /* puts held for the next synchronization (defer.c) */
+    int defer;             /* members on other nodes, and every member can: knit_rma_barrier sends them */
+    uint32_t id;           /* the same at every member, unlike any other window a member shares */
+    unsigned long long epoch;          /* knit_rma_barriers so far */
+    struct kn_rma_pend *pend;          /* [n] what waits for each member */
+    size_t held;                       /* bytes in pend, all members' */
+    unsigned long long *unsettled;     /* [n] a barrier whose puts the member may still be applying (0: none) */
 };
 
 /* The layer's state (one context per process). */
@@ -48,6 +71,7 @@ typedef struct kn_rma {
     kn_list_t open;        /* every request not complete, all windows */
     size_t nopen;
     int early;             /* operations completed early (KNIT_RMA_LOCAL) since the last agent fence */
+    uint32_t next_win_id;  /* above every window id this process has taken part in */
 } kn_rma_t;
 extern kn_rma_t kn_rma;
 
@@ -64,8 +88,56 @@ typedef struct kn_rma_params {
 knit_status_t kn_rma_open(const kn_rma_params_t *p);
 void kn_rma_close(void);
 
-/* ops.c: wait for every request of win (to rank, or all: rank -1). */
+/* ops.c: wait for every request of win (to rank, or all: rank -1),
+ * the held puts sent first (wait_win); the requests alone (wait_reqs). */
 knit_status_t kn_rma_wait_win(knit_win_t *win, int rank);
+knit_status_t kn_rma_wait_reqs(knit_win_t *win, int rank);
+/* Start x to rank (frees x->segs), as a call with these flags would
+ * after its checks; req NULL: wait for it. */
+knit_status_t kn_rma_start(knit_win_t *win, int rank, xfer_t *x, unsigned flags, knit_rma_req_t **req);
+/* Every local piece of x could be user memory. */
+int kn_rma_local_plausible(const xfer_t *x);
+
+/* defer.c: puts to other nodes held until the window's next
+ * synchronization (docs/rma.md, "Puts held for the barrier").  The
+ * context id of knit_rma_barrier's messages. */
+#define KN_RMA_CTX 0x2c000000u
+/* At creation, before the allgather: this member's part (*can: it can
+ * hold puts); after it, with every member's, whether the window does. */
+knit_status_t kn_rma_defer_new(knit_win_t *w, int n, uint64_t settle_word, int *can);
+void kn_rma_defer_decide(knit_win_t *w, int all_can);
+void kn_rma_defer_free(knit_win_t *w);
+/* Hold x (a put of the caller's) for rank if it may be: *held says
+ * whether it was; flushes what rank has held first where x does not fit. */
+knit_status_t kn_rma_defer_put(knit_win_t *w, int rank, const xfer_t *x, unsigned flags, int *held);
+/* Send what rank (-1: every member) has held through the agents. */
+knit_status_t kn_rma_defer_flush(knit_win_t *w, int rank);
+/* One held put in knit_rma_barrier's messages: the record, for LIST nseg
+ * pieces, then total bytes of data padded to 8; the next record follows. */
+#define KN_RMA_DREC_MAGIC 0x6b524431u /* "kRD1" */
+typedef struct kn_rma_drec {
+    uint32_t magic, form;      /* KN_RMA_F_STRIDED or KN_RMA_F_LIST */
+    uint64_t raddr, total, nseg;
+    kn_rma_desc_t rdesc;       /* STRIDED: the target layout from raddr */
+} kn_rma_drec_t;
+typedef struct kn_rma_dpiece {
+    uint64_t raddr, len;
+} kn_rma_dpiece_t;
+#define KN_RMA_PAD8(n) (((n) + 7) & ~(uint64_t)7)
+/* drec.c: the record at *off of buf[0, len) with its pieces and data,
+ * checked against the buffer (not yet against any window), *off moved
+ * past it; NULL at the end, or (*bad) on a malformed one. */
+const kn_rma_drec_t *kn_rma_drec_next(const char *buf, size_t len, size_t *off, kn_rma_drec_t *r,
+                                      const kn_rma_dpiece_t **pieces, const char **data, int *bad);
+/* A message of held puts from origin (a job rank, for the error message),
+ * checked whole against me's memory before any byte lands: KNIT_ERR_PEER
+ * (said why), nothing applied, when any record is malformed or outside. */
+knit_status_t kn_rma_defer_apply(const kn_rma_peer_t *me, const void *msg, size_t len, int origin);
+/* knit_rma_barrier of a window that holds puts. */
+knit_status_t kn_rma_defer_barrier(knit_win_t *w);
+/* Before reaching rank other than by the barrier's messages: it has
+ * applied those of the barriers before. */
+knit_status_t kn_rma_settled(knit_win_t *w, int rank);
 
 /* model.c: the cost model (docs/rma.md, "Choosing a method") and the
  * choice. */

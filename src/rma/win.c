@@ -72,6 +72,8 @@ typedef struct rec {
     uint64_t base, size, rkey;
     uint64_t acclock;      /* this member's accumulate lock (rma_mod.h), 0: none */
     int64_t status;
+    uint32_t id;           /* the window ids this member has taken so far */
+    uint32_t can_defer;    /* it can hold puts for the barrier (defer.c) */
 } rec_t;
 
 /* Every rank of the job creates a window over all of them at the same
@@ -100,6 +102,12 @@ static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *me
     void *lock = mine.status == KNIT_OK ? kn_heap_alloc_any(64) : NULL;
     if (lock)
         mine.acclock = (uint64_t)(uintptr_t)lock;
+    mine.id = kn_rma.next_win_id;
+    if (mine.status == KNIT_OK && w) {
+        int can = 0;
+        mine.status = kn_rma_defer_new(w, n, (uint64_t)(uintptr_t)lock, &can);
+        mine.can_defer = (uint32_t)can;
+    }
     if (mine.status == KNIT_OK && kn_rma.net && size) {
         mine.status = kn_rma.net->ops->mem_reg(kn_rma.net, base, size, &mine.rkey, &w->memh);
         if (mine.status != KNIT_OK)
@@ -114,8 +122,10 @@ static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *me
         free(lock);
         if (w && w->memh)
             kn_rma.net->ops->mem_dereg(kn_rma.net, w->memh);
-        if (w)
+        if (w) {
+            kn_rma_defer_free(w);
             free(w->peer);
+        }
         free(w);
         free(all);
         return st;
@@ -127,14 +137,20 @@ static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *me
     w->acclock = lock;
     w->method = method_of_cfg();
     kn_list_init(&w->reqs);
+    int all_can = 1;
     for (int i = 0; i < n; i++) {
         w->peer[i].base = all[i].base;
         w->peer[i].size = all[i].size;
         w->peer[i].rkey = all[i].rkey;
         w->peer[i].acclock = all[i].acclock;
         w->peer[i].job = knit_comm_job_rank(comm, i);
+        if (all[i].id > w->id)
+            w->id = all[i].id;
+        all_can &= all[i].can_defer != 0;
     }
+    kn_rma.next_win_id = w->id + 1; /* every member: above this id, so a later window shares none */
     free(all);
+    kn_rma_defer_decide(w, all_can);
     *out = w;
     return KNIT_OK;
 }
@@ -161,6 +177,7 @@ knit_status_t knit_win_create_dynamic(knit_comm_t *comm, knit_win_t **out)
     if (st != KNIT_OK)
         return st;
     (*out)->dynamic = 1;
+    (*out)->defer = 0; /* (a target cannot check a held put's address: nothing says what is attached) */
     for (int i = 0; i < (*out)->n; i++) {
         (*out)->peer[i].base = 0;
         (*out)->peer[i].size = UINT64_MAX;
@@ -200,6 +217,7 @@ knit_status_t knit_win_free(knit_win_t *w)
         st = st2;
     if (w->memh)
         kn_rma.net->ops->mem_dereg(kn_rma.net, w->memh);
+    kn_rma_defer_free(w);
     free(w->mem);
     free(w->acclock);
     free(w->peer);

@@ -48,6 +48,10 @@ static inline uint64_t kn_fz_uint(kn_fz_t *f, unsigned bytes)
     }
     return v;
 }
+/* fuzz_rmadefer's window (and its seeds'): an address no program here
+ * maps otherwise */
+#define KN_FZ_DEFER_BASE 0x3a0000000000ull
+
 #define kn_fz_u8(f) ((uint8_t)kn_fz_uint(f, 1))
 #define kn_fz_u16(f) ((uint16_t)kn_fz_uint(f, 2))
 #define kn_fz_u32(f) ((uint32_t)kn_fz_uint(f, 4))

@@ -17,7 +17,8 @@
 #include "net/frame.h"
 #include "offload/sbx.h"
 #include "offload/wire.h"
-#include "rma/rma_mod.h"
+#include "rma/rma.h"
+#include "fuzz.h"
 #include "util/config.h"
 #include "util/crc32c.h"
 
@@ -540,6 +541,45 @@ static void rmamod(void)
     emit("rmamod", "list_and_atomic", b.b, b.n);
 }
 
+/* ------------------------------------------------------------ rmadefer */
+
+/* knit_rma_barrier's messages of held puts (kn_rma_drec_t records) into
+ * fuzz_rmadefer's window of 64 KiB at KN_FZ_DEFER_BASE */
+static void drec(buf_t *b, uint32_t form, uint64_t raddr, const kn_rma_desc_t *d, const kn_rma_dpiece_t *pc,
+                 uint64_t npc, uint64_t total)
+{
+    kn_rma_drec_t r = {.magic = KN_RMA_DREC_MAGIC, .form = form, .raddr = raddr, .total = total, .nseg = npc};
+    if (d)
+        r.rdesc = *d;
+    put(b, &r, sizeof(r));
+    put(b, pc, npc * sizeof(*pc));
+    for (uint64_t i = 0; i < (total + 7) / 8 * 8; i++)
+        u8(b, (uint8_t)(i * 3 + 1));
+}
+
+static void rmadefer(void)
+{
+    const uint64_t base = KN_FZ_DEFER_BASE;
+    kn_rma_desc_t d = {.levels = 2, .count = {8, 16, 4}, .stride = {24, 1024}};
+    kn_rma_dpiece_t pc[3] = {{base + 100, 8}, {base + 5000, 32}, {base + 65536 - 16, 16}};
+    buf_t b = {.n = 0};
+    drec(&b, KN_RMA_F_STRIDED, base + 64, &d, NULL, 0, 8 * 16 * 4);
+    emit("rmadefer", "strided", b.b, b.n);
+    b.n = 0;
+    drec(&b, KN_RMA_F_LIST, 0, NULL, pc, 3, 56);
+    emit("rmadefer", "list", b.b, b.n);
+    b.n = 0;
+    drec(&b, KN_RMA_F_STRIDED, base + 64, &d, NULL, 0, 8 * 16 * 4);
+    drec(&b, KN_RMA_F_LIST, 0, NULL, pc, 3, 56);
+    kn_rma_desc_t one = {.levels = 0, .count = {100}};
+    drec(&b, KN_RMA_F_STRIDED, base + 60000, &one, NULL, 0, 100);
+    emit("rmadefer", "three", b.b, b.n);
+    b.n = 0; /* the last record reaches past the window: nothing applied */
+    drec(&b, KN_RMA_F_LIST, 0, NULL, pc, 3, 56);
+    drec(&b, KN_RMA_F_STRIDED, base + 65500, &one, NULL, 0, 100);
+    emit("rmadefer", "outside", b.b, b.n);
+}
+
 /* ------------------------------------------------------------ dsmmod */
 
 /* fuzz_dsmmod's script: protocol, home block, then requests (0, rank, u16
@@ -693,6 +733,7 @@ int main(int argc, char **argv)
     loader(argv[2]);
     config();
     rmamod();
+    rmadefer();
     dsmmod();
     return 0;
 }

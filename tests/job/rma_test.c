@@ -31,6 +31,17 @@
  *                            any over the whole job: put and get work;
  *                            accumulates need KNIT_RMA_LOAD=init (else they
  *                            must say why they cannot)
+ *   rma_test held [small]    puts to other nodes that complete locally
+ *                            under auto are held until the window's next
+ *                            synchronization: not at the target before
+ *                            it; in place after knit_rma_barrier (the
+ *                            barrier's messages) and after a fence (the
+ *                            agents); a get from anyone right after the
+ *                            barrier finds them, a get behind a held put
+ *                            finds it, knit_win_free delivers them, and a
+ *                            fence returns while the target computes
+ *                            (small: KNIT_RMA_DEFER_MAX is small, and what
+ *                            a target holds is sent on as it fills)
  *   rma_test killagent       rank 0 keeps putting to the last rank through
  *                            the agents; the last rank kills its node's
  *                            agent mid-transfer (the job must end with
@@ -637,6 +648,158 @@ static void local_completion(const char *mname)
     free(buf);
 }
 
+/* ------------------------------------------------------------ held puts */
+
+#define HREG (64 << 10) /* bytes of each origin's region in every window */
+static uint64_t hval(int round, int o, int i)
+{
+    return (uint64_t)round << 48 | (uint64_t)o << 32 | (uint64_t)i;
+}
+
+/* Each origin's round in its region of t's memory base (strided, list and
+ * contiguous puts). */
+static void held_puts(knit_win_t *w, int t, int round, uint64_t *buf)
+{
+    char *r = (char *)knit_win_base(w, t) + (size_t)rank * HREG;
+    unsigned how = KNIT_RMA_AUTO | KNIT_RMA_LOCAL;
+    for (int i = 0; i < 512; i++)
+        buf[i] = hval(round, rank, i);
+    int64_t count[2] = {8, 512}, ss[1] = {8}, ds[1] = {16};
+    OK(knit_put_strided(w, buf, ss, r, ds, count, 1, t, how, NULL));
+    memset(buf, 0xee, 512 * 8); /* ours again at once */
+    for (int i = 0; i < 3; i++)
+        buf[i] = hval(round, rank, 1000 + i);
+    knit_rma_seg_t segs[3] = {{(uint64_t)(uintptr_t)&buf[0], (uint64_t)(uintptr_t)(r + 9000), 8},
+                              {(uint64_t)(uintptr_t)&buf[1], (uint64_t)(uintptr_t)(r + 9100), 8},
+                              {(uint64_t)(uintptr_t)&buf[2], (uint64_t)(uintptr_t)(r + 9016), 8}};
+    OK(knit_put_list(w, segs, 3, t, how, NULL));
+    memset(buf, 0xee, 3 * 8);
+    for (int i = 0; i < 16; i++)
+        buf[i] = hval(round, rank, 2000 + i);
+    OK(knit_put(w, buf, r + 20000, 16 * 8, t, how, NULL));
+    memset(buf, 0xee, 16 * 8);
+}
+
+/* Whether origin o's round is in region (one origin's part of a window). */
+static int held_in_place(const char *region, int round, int o, char *why, size_t whylen)
+{
+    uint64_t v;
+    for (int i = 0; i < 512; i++) {
+        memcpy(&v, region + 16 * i, 8);
+        if (v != hval(round, o, i))
+            return snprintf(why, whylen, "strided block %d is %#llx", i, (unsigned long long)v), 0;
+    }
+    static const int at[3] = {9000, 9100, 9016};
+    for (int i = 0; i < 3; i++) {
+        memcpy(&v, region + at[i], 8);
+        if (v != hval(round, o, 1000 + i))
+            return snprintf(why, whylen, "list piece %d is %#llx", i, (unsigned long long)v), 0;
+    }
+    for (int i = 0; i < 16; i++) {
+        memcpy(&v, region + 20000 + 8 * i, 8);
+        if (v != hval(round, o, 2000 + i))
+            return snprintf(why, whylen, "contiguous word %d is %#llx", i, (unsigned long long)v), 0;
+    }
+    return 1;
+}
+
+static int remote(int r)
+{
+    return knit_node_of(ctx, r) != knit_node(ctx);
+}
+
+static void held(const char *variant)
+{
+    int small = variant && !strcmp(variant, "small");
+    knit_comm_t *world = knit_comm_world(ctx);
+    uint64_t *buf = malloc(4096 * 8);
+    unsigned char *back = malloc(HREG);
+    char why[160];
+    CHECK(buf && back && (size_t)size * HREG <= WIN, "no memory");
+    memset(mine, 0, (size_t)size * HREG);
+    OK(knit_barrier(world));
+    for (int round = 1; round <= 6; round++) {
+        snprintf(what, sizeof(what), "held: round %d", round);
+        for (int k = 1; k < size; k++)
+            held_puts(win, (rank + k) % size, round, buf);
+        if (round == 1 && !small) { /* nothing of it has left for the other node yet */
+            OK(knit_barrier(world));
+            for (int o = 0; o < size; o++)
+                if (o != rank && remote(o))
+                    CHECK(!held_in_place((char *)mine + (size_t)o * HREG, round, o, why, sizeof(why)),
+                          "rank %d's puts are here before any synchronization: not held", o);
+            OK(knit_barrier(world));
+        }
+        if (round % 2) { /* the barrier's messages */
+            OK(knit_rma_barrier(win));
+        } else { /* the agents, then everyone's are in */
+            OK(knit_rma_fence_all(win));
+            OK(knit_barrier(world));
+        }
+        for (int o = 0; o < size; o++)
+            if (o != rank)
+                CHECK(held_in_place((char *)mine + (size_t)o * HREG, round, o, why, sizeof(why)),
+                      "from rank %d: %s", o, why);
+        /* right after: every other member's memory, read as a whole (the
+         * get does not wait for anyone's barrier to end but its target's
+         * own applying) */
+        for (int k = 1; k < size; k++) {
+            int t = (rank + k) % size, o = (t + 1) % size == rank ? (t + 2) % size : (t + 1) % size;
+            if (o == t)
+                continue;
+            OK(knit_get(win, back, (char *)knit_win_base(win, t) + (size_t)o * HREG, HREG, t, KNIT_RMA_AUTO, NULL));
+            CHECK(held_in_place((char *)back, round, o, why, sizeof(why)), "rank %d's region of rank %d, read "
+                  "after the barrier: %s", o, t, why);
+        }
+        OK(knit_barrier(world));
+    }
+    /* a get behind a held put to the same place finds it */
+    snprintf(what, sizeof(what), "held: put then get");
+    int t = (rank + size / 2) % size;
+    uint64_t x = 0x1234500000000000ull | (uint64_t)rank, y = 0;
+    char *spot = (char *)knit_win_base(win, t) + (size_t)rank * HREG + 30000;
+    OK(knit_put(win, &x, spot, 8, t, KNIT_RMA_AUTO | KNIT_RMA_LOCAL, NULL));
+    x = 0;
+    OK(knit_get(win, &y, spot, 8, t, KNIT_RMA_AUTO, NULL));
+    CHECK(y == (0x1234500000000000ull | (uint64_t)rank), "the get found %#llx", (unsigned long long)y);
+    OK(knit_rma_barrier(win));
+    /* knit_win_free delivers what its window held */
+    snprintf(what, sizeof(what), "held: knit_win_free");
+    char *mem2 = calloc((size_t)size, HREG);
+    knit_win_t *w2;
+    CHECK(mem2, "no memory");
+    OK(knit_win_create(world, mem2, (size_t)size * HREG, &w2));
+    for (int k = 1; k < size; k++)
+        held_puts(w2, (rank + k) % size, 7, buf);
+    OK(knit_win_free(w2));
+    for (int o = 0; o < size; o++)
+        if (o != rank)
+            CHECK(held_in_place(mem2 + (size_t)o * HREG, 7, o, why, sizeof(why)), "from rank %d: %s", o, why);
+    free(mem2);
+    /* a fence sends them through the agents: it returns while the target
+     * computes without knit calls */
+    snprintf(what, sizeof(what), "held: fence, target computing");
+    int last = size - 1;
+    OK(knit_barrier(world));
+    if (rank == last) {
+        double t0 = check_now();
+        volatile uint64_t spin = 0;
+        while (check_now() - t0 < 1.5)
+            spin++;
+    } else if (rank == 0 && remote(last)) {
+        double t0 = check_now();
+        held_puts(win, last, 8, buf);
+        OK(knit_rma_fence(win, last));
+        double dt = check_now() - t0;
+        CHECK(dt < 1.0, "the fence took %.2f s: it waited for the target", dt);
+    }
+    OK(knit_barrier(world));
+    if (rank == last && remote(0))
+        CHECK(held_in_place((char *)mine, 8, 0, why, sizeof(why)), "from rank 0: %s", why);
+    free(buf);
+    free(back);
+}
+
 /* ------------------------------------------------------------ model */
 
 static void model(const char *want)
@@ -791,6 +954,8 @@ int main(int argc, char **argv)
         alltoall(argc > 2 ? argv[2] : "auto");
     else if (!strcmp(cs, "many"))
         many(argc > 2 ? argv[2] : "auto");
+    else if (!strcmp(cs, "held"))
+        held(argc > 2 ? argv[2] : NULL);
     else if (!strcmp(cs, "killagent"))
         killagent();
     else {

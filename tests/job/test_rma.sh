@@ -37,6 +37,17 @@ for m in agent pack auto; do
     expect_ok "rma.local_completion.$m" local
 done
 
+# puts to other nodes held for the next synchronization (docs/rma.md, Puts
+# held for the barrier): the barrier's messages, a fence's agents, a get
+# right after, knit_win_free; with a small KNIT_RMA_DEFER_MAX sent on as
+# they fill; on one node nothing is held
+run "$KNITRUN" -n 4 --nodes 2 --timeout 90 "$T" held
+expect_ok rma.held.n4.nodes2 held
+run "$KNITRUN" -n 4 --nodes 2 --timeout 90 -x KNIT_RMA_DEFER_MAX=512 "$T" held small
+expect_ok rma.held.small.n4.nodes2 held
+run "$KNITRUN" -n 3 --nodes 1 --timeout 90 "$T" held
+expect_ok rma.held.n3.nodes1 held
+
 # more requests in flight than the agent's queue holds, tested as they go
 for m in direct agent pack; do
     run "$KNITRUN" -n 4 --nodes 2 --timeout 50 "$T" many "$m"

@@ -12,7 +12,7 @@
 
 #include "harness.h"
 
-#define TARGETS(X) X(boot) X(proxy) X(pkt) X(net) X(wire) X(sqe) X(sbx) X(loader) X(config) X(rmamod) X(dsmmod) X(pmi)
+#define TARGETS(X) X(boot) X(proxy) X(pkt) X(net) X(wire) X(sqe) X(sbx) X(loader) X(config) X(rmamod) X(rmadefer) X(dsmmod) X(pmi)
 
 #define DECLARE(name) int kn_fuzz_##name(const uint8_t *data, size_t size);
 TARGETS(DECLARE)
