@@ -138,15 +138,11 @@ knit_status_t kn_rma_defer_put(knit_win_t *w, int rank, const xfer_t *x, unsigne
     at += sizeof(r);
     for (uint64_t i = 0; i < r.nseg; i++, at += sizeof(kn_rma_dpiece_t))
         memcpy(at, &(kn_rma_dpiece_t){x->segs[i].raddr, x->segs[i].len}, sizeof(kn_rma_dpiece_t));
-    kn_rma_cur_t c;
-    if (x->segs)
-        kn_rma_cur_list(&c, x->segs, x->nseg, 0);
-    else
-        kn_rma_cur_strided(&c, &x->ldesc, x->laddr);
-    uint64_t addr = 0, n;
-    while ((n = kn_rma_cur_next(&c, UINT64_MAX, &addr))) {
-        memcpy(at, (const void *)(uintptr_t)addr, n);
-        at += n;
+    if (x->segs) {
+        for (uint64_t i = 0; i < x->nseg; at += x->segs[i].len, i++)
+            memcpy(at, (const void *)(uintptr_t)x->segs[i].laddr, x->segs[i].len);
+    } else {
+        kn_rma_strided_gather(at, &x->ldesc, x->laddr);
     }
     p->len += need;
     w->held += need;
@@ -155,6 +151,41 @@ knit_status_t kn_rma_defer_put(knit_win_t *w, int rank, const xfer_t *x, unsigne
 }
 
 /* ------------------------------------------------------------ through the agents */
+
+/* What buf's records put, as one list of (data, target, len) pieces. */
+static kn_rma_seg_t *pieces_of(const char *buf, size_t len, uint64_t *nseg, uint64_t *total)
+{
+    kn_rma_drec_t r;
+    const kn_rma_dpiece_t *pc;
+    const char *data;
+    int bad;
+    size_t off = 0;
+    uint64_t n = 0;
+    while (kn_rma_drec_next(buf, len, &off, &r, &pc, &data, &bad))
+        n += r.form == KN_RMA_F_LIST ? r.nseg : kn_rma_desc_blocks(&r.rdesc);
+    kn_rma_seg_t *s = malloc((n ? n : 1) * sizeof(*s));
+    if (!s)
+        return NULL;
+    n = *total = off = 0;
+    while (kn_rma_drec_next(buf, len, &off, &r, &pc, &data, &bad)) {
+        uint64_t at = (uint64_t)(uintptr_t)data;
+        if (r.form == KN_RMA_F_LIST) {
+            for (uint64_t i = 0; i < r.nseg; at += pc[i].len, i++)
+                s[n++] = (kn_rma_seg_t){.laddr = at, .raddr = pc[i].raddr, .len = pc[i].len};
+        } else {
+            kn_rma_cur_t c;
+            kn_rma_cur_strided(&c, &r.rdesc, r.raddr);
+            uint64_t ra = 0, k;
+            while ((k = kn_rma_cur_next(&c, UINT64_MAX, &ra))) {
+                s[n++] = (kn_rma_seg_t){.laddr = at, .raddr = ra, .len = k};
+                at += k;
+            }
+        }
+        *total += r.total;
+    }
+    *nseg = n;
+    return s;
+}
 
 knit_status_t kn_rma_defer_flush(knit_win_t *w, int rank)
 {
@@ -166,42 +197,22 @@ knit_status_t kn_rma_defer_flush(knit_win_t *w, int rank)
         if (!p->len)
             continue;
         char *buf = p->buf;
-        size_t len = p->len, off = 0;
+        size_t len = p->len;
         *p = (struct kn_rma_pend){0}; /* taken: what starts below holds nothing more */
         w->held -= len;
         knit_status_t st = kn_rma_settled(w, t);
-        kn_rma_drec_t r;
-        const kn_rma_dpiece_t *pc;
-        const char *data;
-        int bad;
-        while (st == KNIT_OK && kn_rma_drec_next(buf, len, &off, &r, &pc, &data, &bad)) {
-            xfer_t x;
-            kn_mem_zero(&x, sizeof(x)); /* not an inlined `rep stos` (util/mem.h) */
-            x.kind = KN_RMA_K_PUT;
-            x.total = r.total;
-            x.laddr = (uint64_t)(uintptr_t)data;
-            if (r.form == KN_RMA_F_LIST) {
-                x.segs = malloc((r.nseg ? r.nseg : 1) * sizeof(kn_rma_seg_t));
-                if (!x.segs) {
-                    st = KNIT_ERR_NOMEM;
-                    break;
-                }
-                uint64_t o = 0;
-                for (uint64_t i = 0; i < r.nseg; o += pc[i].len, i++)
-                    x.segs[i] = (kn_rma_seg_t){.laddr = x.laddr + o, .raddr = pc[i].raddr, .len = pc[i].len};
-                x.nseg = x.nblocks = r.nseg;
-                x.bsize = r.nseg ? r.total / r.nseg : 0;
-            } else {
-                x.raddr = r.raddr;
-                x.rdesc = r.rdesc;
-                x.ldesc.count[0] = (int64_t)r.total; /* the data, contiguous */
-                x.bsize = (uint64_t)r.rdesc.count[0];
-                x.nblocks = kn_rma_desc_blocks(&r.rdesc);
-            }
-            /* returns once the agent has read it all (the buffer is ours
-             * again); the fence's wait hears the rest */
+        xfer_t x;
+        kn_mem_zero(&x, sizeof(x)); /* not an inlined `rep stos` (util/mem.h) */
+        x.kind = KN_RMA_K_PUT;
+        if (st == KNIT_OK && !(x.segs = pieces_of(buf, len, &x.nseg, &x.total)))
+            st = KNIT_ERR_NOMEM;
+        x.nblocks = x.nseg;
+        x.bsize = x.nseg ? x.total / x.nseg : 0;
+        /* one request to the agent for all of them; it returns once the
+         * agent has read them (the buffer is ours again), the fence's
+         * wait hears the rest */
+        if (st == KNIT_OK)
             st = kn_rma_start(w, t, &x, KNIT_RMA_AGENT | KNIT_RMA_LOCAL, NULL);
-        }
         free(buf);
         if (first == KNIT_OK)
             first = st;

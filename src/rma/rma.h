@@ -129,6 +129,9 @@ typedef struct kn_rma_dpiece {
  * past it; NULL at the end, or (*bad) on a malformed one. */
 const kn_rma_drec_t *kn_rma_drec_next(const char *buf, size_t len, size_t *off, kn_rma_drec_t *r,
                                       const kn_rma_dpiece_t **pieces, const char **data, int *bad);
+/* The blocks of d from base into one contiguous buffer, and back. */
+void kn_rma_strided_gather(char *buf, const kn_rma_desc_t *d, uint64_t base);
+void kn_rma_strided_scatter(const char *buf, const kn_rma_desc_t *d, uint64_t base);
 /* A message of held puts from origin (a job rank, for the error message),
  * checked whole against me's memory before any byte lands: KNIT_ERR_PEER
  * (said why), nothing applied, when any record is malformed or outside. */
