@@ -83,6 +83,8 @@ typedef struct kn_mpi_win {
     unsigned long long *msg_unsettled; /* [n] a fence whose messages the member may still be applying
                                         * (0: none): wait for it before reaching it otherwise */
     struct kn_mpi_wm_pend *msg_pend; /* sends and replies in flight */
+    char *msg_rbuf;            /* where a message with its data behind it is put together */
+    size_t msg_rcap;
     size_t nmsg_pend, cmsg_pend;
     char name[MPI_MAX_OBJECT_NAME];
 } kn_mpi_win_t;
@@ -160,7 +162,8 @@ typedef struct kn_mpi_wm_hdr {
     uint64_t nseg;
     uint64_t bytes;        /* of data at the target */
     int32_t dtype, op;     /* accumulates: knit's element type and op; an atomic's dtype */
-    uint32_t aop, data;    /* an atomic's knit_rma_atomic_op_t; 1: the origin's data follows */
+    uint32_t aop, data;    /* an atomic's knit_rma_atomic_op_t; 1: the origin's data follows,
+                            * KN_WM_DATA_NEXT: as the origin's next message (counted too) */
     uint64_t operand, compare;
 } kn_mpi_wm_hdr_t;
 typedef struct kn_mpi_wm_piece {
@@ -168,6 +171,7 @@ typedef struct kn_mpi_wm_piece {
 } kn_mpi_wm_piece_t;
 #define KN_WM_MAGIC 0x574d0000u
 #define KN_WM_LIST (-1)
+#define KN_WM_DATA_NEXT 2u
 int kn_mpi_win_msg_wanted(const kn_mpi_win_t *w, int rank, size_t bytes);
 knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o);
 /* an accumulate went to rank as a message this epoch, and the epoch still

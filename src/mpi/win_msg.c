@@ -37,6 +37,10 @@
 #include "util/log.h"
 #include "util/config.h"
 
+/* A message's data of at least this many bytes, contiguous at the origin,
+ * goes as the message's second part from the origin's buffer itself. */
+#define NEXT_MIN ((size_t)64 << 10)
+
 /* A send or a reply still in flight. */
 struct kn_mpi_wm_pend {
     MPI_Request rq;
@@ -157,12 +161,17 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
     } else if (!describe(&h, o->tt, o->taddr, o->tcount, &list)) {
         return KNIT_ERR_NOMEM;
     }
-    size_t hlen = sizeof(h) + h.nseg * sizeof(kn_mpi_wm_piece_t), len = hlen + (data ? o->bytes : 0);
+    /* large contiguous data goes from where it is, as a second message:
+     * no copy (the origin buffer is not to change before the fence) */
+    int next = data && !fetch && !pscw && o->bytes >= NEXT_MIN && kn_mpi_type_dense(o->ot, o->ocount);
+    if (next)
+        h.data = KN_WM_DATA_NEXT;
+    size_t hlen = sizeof(h) + h.nseg * sizeof(kn_mpi_wm_piece_t), len = hlen + (data && !next ? o->bytes : 0);
     if ((pscw && !eager(len)) || len > INT_MAX) {
         free(list);
         return KNIT_ERR_AGAIN;
     }
-    kn_mpi_wm_pend_t *p = pend_new(w, fetch ? 2 : 1); /* the send, and the reply */
+    kn_mpi_wm_pend_t *p = pend_new(w, fetch || next ? 2 : 1); /* the send, and the reply or the data */
     char *buf = p ? malloc(len) : NULL;
     void *tmp = buf && fetch ? malloc(o->bytes ? o->bytes : 1) : NULL;
     if (!buf || (fetch && !tmp)) {
@@ -175,7 +184,7 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
     if (h.nseg)
         memcpy(buf + sizeof(h), list, h.nseg * sizeof(kn_mpi_wm_piece_t));
     free(list);
-    if (data)
+    if (data && !next)
         kn_mpi_pack(o->ot, o->obuf, o->ocount, buf + hlen);
     MPI_Comm c = w->comm->handle;
     if (MPI_Isend(buf, (int)len, MPI_BYTE, o->rank, pscw ? KN_WT_PSCW : tag_of(w), c, &p->rq) != MPI_SUCCESS) {
@@ -186,6 +195,13 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
     p->buf = buf;
     w->nmsg_pend++;
     w->msg_sent[o->rank]++;
+    if (next) { /* (the same tag from the same rank: it arrives right behind) */
+        if (MPI_Isend(o->obuf + o->ot->true_lb, (int)o->bytes, MPI_BYTE, o->rank, tag_of(w), c, &p[1].rq) !=
+            MPI_SUCCESS)
+            return KNIT_ERR_PEER; /* the header is out: the target finds no data behind it, and says so */
+        w->nmsg_pend++;
+        w->msg_sent[o->rank]++;
+    }
     if (o->kind == KN_WM_ACC)
         w->msg_acc[o->rank] = 1;
     if (!fetch)
@@ -390,13 +406,16 @@ static knit_status_t drain(kn_mpi_win_t *w)
     return first;
 }
 
-/* Receive one message (from src, or any) with tag and apply or answer it. */
-static knit_status_t take(kn_mpi_win_t *w, int src, int tag)
+/* Receive one message (from src, or any) with tag and apply or answer
+ * it; with its data behind it (KN_WM_DATA_NEXT) that one too, where *left
+ * (the messages still to come) says there is one. */
+static knit_status_t take(kn_mpi_win_t *w, int src, int tag, long long *left)
 {
     MPI_Comm c = w->comm->handle;
     MPI_Message m;
     MPI_Status s;
-    int len = 0;
+    int len = 0, dlen = 0;
+    (*left)--;
     if (MPI_Mprobe(src, tag, c, &m, &s) != MPI_SUCCESS)
         return KNIT_ERR_PEER;
     MPI_Get_count(&s, MPI_BYTE, &len);
@@ -405,9 +424,44 @@ static knit_status_t take(kn_mpi_win_t *w, int src, int tag)
         MPI_Mrecv(NULL, 0, MPI_BYTE, &m, MPI_STATUS_IGNORE); /* (truncated: dropped) */
         return KNIT_ERR_NOMEM;
     }
-    knit_status_t st = MPI_Mrecv(msg, len, MPI_BYTE, &m, MPI_STATUS_IGNORE) == MPI_SUCCESS
-                           ? serve(w, msg, (size_t)len, s.MPI_SOURCE)
-                           : KNIT_ERR_PEER;
+    if (MPI_Mrecv(msg, len, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        free(msg);
+        return KNIT_ERR_PEER;
+    }
+    kn_mpi_wm_hdr_t h;
+    if ((size_t)len >= sizeof(h)) {
+        memcpy(&h, msg, sizeof(h));
+        if (h.data == KN_WM_DATA_NEXT && *left > 0) { /* the data: the sender's next message */
+            MPI_Status ds;
+            (*left)--;
+            if (MPI_Mprobe(s.MPI_SOURCE, tag, c, &m, &ds) != MPI_SUCCESS) {
+                free(msg);
+                return KNIT_ERR_PEER;
+            }
+            MPI_Get_count(&ds, MPI_BYTE, &dlen);
+            /* into the window's buffer for these, kept from one to the
+             * next: a fresh one would fault in every page each time */
+            size_t need = (size_t)len + (size_t)dlen;
+            if (need > w->msg_rcap) {
+                char *nb = realloc(w->msg_rbuf, need);
+                if (!nb) {
+                    MPI_Mrecv(NULL, 0, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+                    free(msg);
+                    return KNIT_ERR_NOMEM;
+                }
+                w->msg_rbuf = nb;
+                w->msg_rcap = need;
+            }
+            h.data = 1; /* as if it had come in one */
+            memcpy(w->msg_rbuf, &h, sizeof(h));
+            memcpy(w->msg_rbuf + sizeof(h), msg + sizeof(h), (size_t)len - sizeof(h));
+            free(msg);
+            if (MPI_Mrecv(w->msg_rbuf + len, dlen, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                return KNIT_ERR_PEER;
+            return serve(w, w->msg_rbuf, need, s.MPI_SOURCE);
+        }
+    }
+    knit_status_t st = serve(w, msg, (size_t)len, s.MPI_SOURCE);
     free(msg);
     return st;
 }
@@ -455,8 +509,8 @@ knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w)
     memset(w->msg_acc, 0, (size_t)w->n);
     w->msg_epoch++;
     knit_status_t first = e == MPI_SUCCESS ? KNIT_OK : KNIT_ERR_PEER;
-    for (long long i = 0; e == MPI_SUCCESS && i < nin; i++) {
-        knit_status_t st = take(w, MPI_ANY_SOURCE, tag);
+    for (long long left = nin; e == MPI_SUCCESS && left > 0;) {
+        knit_status_t st = take(w, MPI_ANY_SOURCE, tag, &left);
         if (first == KNIT_OK)
             first = st;
         if (st == KNIT_ERR_PEER)
@@ -506,8 +560,8 @@ knit_status_t kn_mpi_win_msg_complete(kn_mpi_win_t *w)
 knit_status_t kn_mpi_win_msg_take(kn_mpi_win_t *w, int origin, long long k)
 {
     knit_status_t first = KNIT_OK;
-    for (long long i = 0; i < k; i++) {
-        knit_status_t st = take(w, origin, KN_WT_PSCW);
+    for (long long left = k; left > 0;) {
+        knit_status_t st = take(w, origin, KN_WT_PSCW, &left);
         if (first == KNIT_OK)
             first = st;
         if (st == KNIT_ERR_PEER)
@@ -526,4 +580,5 @@ void kn_mpi_win_msg_release(kn_mpi_win_t *w)
     free(w->msg_sent);
     free(w->msg_acc);
     free(w->msg_unsettled);
+    free(w->msg_rbuf);
 }

@@ -622,6 +622,23 @@ static void fence_messages(void)
     OK(MPI_Type_free(&lvec));
     free(am);
     free(f);
+    /* accumulates large enough that their data goes as a second message,
+     * from the origin's buffer */
+    const int big = 40000; /* ints: 160 KB */
+    int *bm = calloc((size_t)big, sizeof(int)), *bs = malloc((size_t)big * sizeof(int));
+    MPI_Win bw;
+    OK(MPI_Win_create(bm, (MPI_Aint)big * (MPI_Aint)sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &bw));
+    for (int i = 0; i < big; i++)
+        bs[i] = (me + 1) * (i % 7 + 1);
+    OK(MPI_Win_fence(0, bw));
+    for (int t = 0; t < n; t++)
+        OK(MPI_Accumulate(bs, big, MPI_INT, t, 0, big, MPI_INT, MPI_SUM, bw));
+    OK(MPI_Win_fence(0, bw));
+    for (int i = 0; i < big; i++)
+        CHECK_EQ(bm[i], n * (n + 1) / 2 * (i % 7 + 1));
+    OK(MPI_Win_free(&bw));
+    free(bm);
+    free(bs);
 
     /* a put that no fence closes: MPI_Win_free delivers it */
     int last = 424242;

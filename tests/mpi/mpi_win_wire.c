@@ -4,7 +4,8 @@
  * rank 1, on the window's own communicator, what no MPI call makes: too
  * short, a wrong kind, a put outside the window, a list whose pieces do
  * not add up, a get outside the window, an atomic whose size is not its
- * type's, then one good put.  Rank 1's fence reports an error; the good
+ * type's, a put whose data (sent behind it, as large ones are) is longer
+ * than it says, then one good put.  Rank 1's fence reports an error; the good
  * put is applied, nothing else is touched; the get is answered (empty)
  * so that its origin does not wait; the next epoch works.  On one node
  * the window has no messages: nothing to send.
@@ -79,6 +80,15 @@ int main(int argc, char **argv)
         h.aop = KNIT_RMA_FETCH_ADD;
         h.operand = 1;
         send_raw(w, &h, sizeof(h));
+        /* a put of 4 bytes whose data, its next message, has 8 */
+        memset(&h, 0, sizeof(h));
+        h.kind = KN_WM_MAGIC | KN_WM_PUT;
+        h.first = b1 + 40;
+        h.cnt[0] = 4;
+        h.bytes = 4;
+        h.data = KN_WM_DATA_NEXT;
+        send_raw(w, &h, sizeof(h));
+        send_raw(w, "8 bytes", 8);
         /* and a good put of one int at slot 3 */
         int v = 777;
         OK(MPI_Put(&v, 1, MPI_INT, 1, 3, 1, MPI_INT, win));
