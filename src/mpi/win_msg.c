@@ -40,6 +40,9 @@
 /* A message's data of at least this many bytes, contiguous at the origin,
  * goes as the message's second part from the origin's buffer itself. */
 #define NEXT_MIN ((size_t)64 << 10)
+/* the buffer they are put together in, kept from one fence to the next
+ * up to this size */
+#define RBUF_KEEP ((size_t)16 << 20)
 
 /* A send or a reply still in flight. */
 struct kn_mpi_wm_pend {
@@ -518,6 +521,11 @@ knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w)
     }
     if (e == MPI_SUCCESS)
         settle_mark(w, w->n <= ALLREDUCE_MAX ? sum : NULL, senders);
+    if (w->msg_rcap > RBUF_KEEP) { /* (kept for the next epoch up to a size) */
+        free(w->msg_rbuf);
+        w->msg_rbuf = NULL;
+        w->msg_rcap = 0;
+    }
     knit_status_t st = drain(w);
     return first != KNIT_OK ? first : st;
 }
