@@ -84,6 +84,8 @@ typedef struct kn_mpi_win {
                                         * (0: none): wait for it before reaching it otherwise */
     struct kn_mpi_wm_pend *msg_pend; /* sends and replies in flight */
     char *msg_rbuf;            /* where a message with its data behind it is put together */
+    struct kn_mpi_wm_held *held; /* start/complete: accumulates held until complete */
+    size_t nheld, cheld;
     size_t msg_rcap;
     size_t nmsg_pend, cmsg_pend;
     char name[MPI_MAX_OBJECT_NAME];
@@ -179,6 +181,12 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o);
  * too (accumulate_ordering) */
 int kn_mpi_win_msg_behind_acc(const kn_mpi_win_t *w, int rank);
 knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w);
+/* start/complete epochs hold their accumulates to other nodes until
+ * complete sends them (send_held, before it counts); another accumulate,
+ * fetching accumulate or atomic to rank that is not a message first sends
+ * rank's through the agents (unhold), in order. */
+knit_status_t kn_mpi_win_msg_send_held(kn_mpi_win_t *w);
+knit_status_t kn_mpi_win_msg_unhold(kn_mpi_win_t *w, int rank);
 /* Before an operation to rank that is not a message of this epoch (the
  * direct and agent methods, on this node or another): rank has applied
  * what earlier fences' messages brought it, which it does after the

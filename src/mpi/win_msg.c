@@ -23,9 +23,10 @@
  * them.  It cannot be two epochs ahead: fence e+1's sum needs everyone.
  *
  * Start/complete epochs send puts the same way, when the message leaves
- * eagerly (a complete must not wait for its target): complete tells each
- * target how many it sent, and the target's wait or test receives that
- * many from it and applies them.  Gets and accumulates there keep the
+ * eagerly (a complete must not wait for its target), and accumulates,
+ * held until complete (below): complete tells each target how many it
+ * sent, and the target's wait or test receives that many from it and
+ * applies them.  Gets, fetching accumulates and atomics there keep the
  * other methods: a reply would wait for the target's wait.
  */
 #include <limits.h>
@@ -139,13 +140,115 @@ static int describe(kn_mpi_wm_hdr_t *h, const kn_mpi_type_t *tt, uint64_t taddr,
     return 1;
 }
 
+/* ------------------------------------------------------------ held accumulates */
+
+/* A start/complete epoch's accumulates to another node wait at the origin,
+ * packed as their messages, until complete sends them with the puts
+ * (their target applies them in its wait).  Sent at once, a fetching
+ * accumulate or an atomic after one to the same target (which cannot be a
+ * message there: its result would wait for the target's wait) would go
+ * by the agents and overtake it (accumulate_ordering); held, they go
+ * through the agents first instead (kn_mpi_win_msg_unhold). */
+struct kn_mpi_wm_held {
+    int rank;
+    char *buf;             /* the message */
+    size_t len;
+    knit_rma_acc_t acc;
+};
+
+static knit_status_t hold(kn_mpi_win_t *w, int rank, char *buf, size_t len, const knit_rma_acc_t *acc)
+{
+    if (w->nheld == w->cheld) {
+        size_t cap = w->cheld ? 2 * w->cheld : 16;
+        struct kn_mpi_wm_held *a = realloc(w->held, cap * sizeof(*a));
+        if (!a)
+            return KNIT_ERR_NOMEM;
+        w->held = a;
+        w->cheld = cap;
+    }
+    w->held[w->nheld++] = (struct kn_mpi_wm_held){rank, buf, len, *acc};
+    return KNIT_OK;
+}
+
+/* One held message as knit pieces: (its data, the target's piece). */
+static knit_rma_seg_t *held_pieces(const struct kn_mpi_wm_held *e, size_t *n)
+{
+    kn_mpi_wm_hdr_t h;
+    memcpy(&h, e->buf, sizeof(h));
+    const kn_mpi_wm_piece_t *pc = (const kn_mpi_wm_piece_t *)(e->buf + sizeof(h));
+    uint64_t data = (uint64_t)(uintptr_t)(e->buf + sizeof(h) + h.nseg * sizeof(*pc));
+    size_t k = h.levels == KN_WM_LIST ? h.nseg : (size_t)(h.levels > 0 ? h.cnt[1] : 1) * (size_t)(h.levels > 1 ? h.cnt[2] : 1);
+    knit_rma_seg_t *s = malloc((k ? k : 1) * sizeof(*s));
+    if (!s)
+        return NULL;
+    if (h.levels == KN_WM_LIST) {
+        for (size_t i = 0; i < k; data += pc[i].len, i++)
+            s[i] = (knit_rma_seg_t){data, pc[i].addr, pc[i].len};
+    } else {
+        size_t i = 0;
+        for (int64_t b = 0; b < (h.levels > 1 ? h.cnt[2] : 1); b++)
+            for (int64_t a = 0; a < (h.levels > 0 ? h.cnt[1] : 1); a++, i++, data += (uint64_t)h.cnt[0])
+                s[i] = (knit_rma_seg_t){data, h.first + (uint64_t)(a * (h.levels > 0 ? h.stride[0] : 0)) +
+                                                  (uint64_t)(b * (h.levels > 1 ? h.stride[1] : 0)),
+                                        (uint64_t)h.cnt[0]};
+    }
+    *n = k;
+    return s;
+}
+
+knit_status_t kn_mpi_win_msg_unhold(kn_mpi_win_t *w, int rank)
+{
+    knit_status_t first = KNIT_OK;
+    size_t keep = 0;
+    for (size_t i = 0; i < w->nheld; i++) {
+        struct kn_mpi_wm_held *e = &w->held[i];
+        if (e->rank != rank) {
+            w->held[keep++] = *e;
+            continue;
+        }
+        size_t n = 0;
+        knit_rma_seg_t *s = held_pieces(e, &n);
+        /* (returns once the agent has read the data: the buffer is ours) */
+        knit_status_t st = s ? knit_acc_list(w->kw, &e->acc, s, n, rank, KNIT_RMA_LOCAL, NULL) : KNIT_ERR_NOMEM;
+        free(s);
+        free(e->buf);
+        if (first == KNIT_OK)
+            first = st;
+    }
+    w->nheld = keep;
+    return first;
+}
+
+knit_status_t kn_mpi_win_msg_send_held(kn_mpi_win_t *w)
+{
+    knit_status_t first = KNIT_OK;
+    for (size_t i = 0; i < w->nheld; i++) {
+        struct kn_mpi_wm_held *e = &w->held[i];
+        kn_mpi_wm_pend_t *p = pend_new(w, 1);
+        knit_status_t st = KNIT_ERR_NOMEM;
+        if (p && MPI_Isend(e->buf, (int)e->len, MPI_BYTE, e->rank, KN_WT_PSCW, w->comm->handle, &p->rq) ==
+                     MPI_SUCCESS) {
+            p->buf = e->buf;
+            w->nmsg_pend++;
+            w->msg_sent[e->rank]++;
+            st = KNIT_OK;
+        } else {
+            free(e->buf);
+        }
+        if (first == KNIT_OK)
+            first = st;
+    }
+    w->nheld = 0;
+    return first;
+}
+
 knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
 {
     int pscw = w->accessing, fetch = o->kind != KN_WM_PUT && o->kind != KN_WM_ACC;
     int data = o->kind == KN_WM_PUT || o->kind == KN_WM_ACC || (o->kind == KN_WM_GACC && o->obuf);
-    /* start/complete: puts alone (a reply, or an accumulate's order behind
-     * the agents' fetching ones, would wait for the target's wait) */
-    if (pscw && (o->kind != KN_WM_PUT || !eager(sizeof(kn_mpi_wm_hdr_t) + o->bytes)))
+    /* start/complete: puts, and accumulates held until complete (a reply
+     * would wait for the target's wait) */
+    if (pscw && ((o->kind != KN_WM_PUT && o->kind != KN_WM_ACC) || !eager(sizeof(kn_mpi_wm_hdr_t) + o->bytes)))
         return KNIT_ERR_AGAIN;
     if (o->bytes > ((size_t)1 << 30))
         return KNIT_ERR_AGAIN;
@@ -189,6 +292,12 @@ knit_status_t kn_mpi_win_msg_op(kn_mpi_win_t *w, const kn_mpi_wm_op_t *o)
     free(list);
     if (data && !next)
         kn_mpi_pack(o->ot, o->obuf, o->ocount, buf + hlen);
+    if (pscw && o->kind == KN_WM_ACC) { /* (the pend entry stays unused) */
+        knit_status_t hs = hold(w, o->rank, buf, len, o->acc);
+        if (hs != KNIT_OK)
+            free(buf);
+        return hs;
+    }
     MPI_Comm c = w->comm->handle;
     if (MPI_Isend(buf, (int)len, MPI_BYTE, o->rank, pscw ? KN_WT_PSCW : tag_of(w), c, &p->rq) != MPI_SUCCESS) {
         free(buf);
@@ -585,6 +694,9 @@ void kn_mpi_win_msg_release(kn_mpi_win_t *w)
         free(w->msg_pend[i].buf);
     }
     free(w->msg_pend);
+    for (size_t i = 0; i < w->nheld; i++)
+        free(w->held[i].buf);
+    free(w->held);
     free(w->msg_sent);
     free(w->msg_acc);
     free(w->msg_unsettled);

@@ -250,6 +250,10 @@ int MPI_Win_complete(MPI_Win win)
     if (!w->accessing)
         return kn_mpi_win_error(w, __func__, MPI_ERR_RMA_SYNC, KNIT_OK, "no MPI_Win_start before");
     int cls = kn_mpi_win_complete_ops(w, -1, 0, __func__);
+    knit_status_t hs = kn_mpi_win_msg_send_held(w); /* the accumulates, with the puts */
+    if (hs != KNIT_OK && cls == MPI_SUCCESS)
+        cls = kn_mpi_win_error(w, __func__, kn_mpi_class_of(hs), hs, "an accumulate could not be sent: %s",
+                               knit_strerror(hs));
     for (int i = 0; i < w->naccess; i++) { /* the targets wait for these, whatever happened */
         long long k = kn_mpi_win_msg_sent(w, w->access[i]); /* the puts sent as messages, before it */
         int e = sync_msg(w, 1, w->access[i], KN_WT_COMPLETE, &k, __func__);

@@ -618,6 +618,35 @@ static void fence_messages(void)
         CHECK_EQ(f[4 * t + 1], 5);
         CHECK_EQ(f[4 * t + 2], 100);
     }
+    /* the same in a start/complete epoch with everyone, where the
+     * accumulates wait at the origin for complete and the fetching ones
+     * cannot be messages: they must still see them */
+    memset(am, 0, 64 * sizeof(long long));
+    memset(f, 0, (size_t)n * 4 * sizeof(long long));
+    MPI_Group all;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &all));
+    OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, aw));
+    OK(MPI_Win_post(all, 0, aw));
+    OK(MPI_Win_start(all, 0, aw));
+    for (int t = 0; t < n; t++) {
+        OK(MPI_Accumulate(&one, 1, MPI_LONG_LONG, t, 0, 1, MPI_LONG_LONG, MPI_SUM, aw));
+        OK(MPI_Accumulate(&five, 1, MPI_LONG_LONG, t, 2 + me, 1, MPI_LONG_LONG, MPI_SUM, aw));
+        OK(MPI_Compare_and_swap(&hundred, &five, &f[4 * t + 1], MPI_LONG_LONG, t, 2 + me, aw));
+        OK(MPI_Accumulate(lv, 1, lvec, t, 40, 1, lvec, MPI_MAX, aw));
+        OK(MPI_Accumulate(&plus, 1, MPI_LONG_LONG, t, 2 + me, 1, MPI_LONG_LONG, MPI_SUM, aw));
+    }
+    OK(MPI_Win_complete(aw));
+    OK(MPI_Win_wait(aw));
+    OK(MPI_Group_free(&all));
+    OK(MPI_Win_fence(0, aw));
+    CHECK_EQ(am[0], (long long)n * (n + 1) / 2);
+    for (int o = 0; o < n; o++)
+        CHECK_EQ(am[2 + o], 101);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(am[40 + i], i % 2 ? 0 : (n - 1) * 10 + i);
+    for (int t = 0; t < n; t++)
+        CHECK_EQ(f[4 * t + 1], 5);
+    OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, aw));
     OK(MPI_Win_free(&aw));
     OK(MPI_Type_free(&lvec));
     free(am);
