@@ -478,7 +478,11 @@ static int32_t combine_piece(knit_mod_ctx_t *m, const kn_rma_msg_hdr_t *h, uint6
             memcpy(p, src, len);
             return KNIT_MOD_OK;
         }
-        char *in = K->alloc(m, len);
+        uint64_t es = kn_coll_mod_esize(h->dtype);
+        if (!h->has_scale && es && (uintptr_t)src % es == 0) /* read only: combined from where it is */
+            return kn_rma_combine((void *)(uintptr_t)src, p, len, h->dtype, h->op, NULL) ? KNIT_MOD_OK
+                                                                                         : KNIT_MOD_ERR_INVAL;
+        char *in = K->alloc(m, len); /* scaled in place, or unaligned */
         if (!in)
             return KNIT_MOD_ERR_NOMEM;
         memcpy(in, src, len);

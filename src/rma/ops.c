@@ -547,6 +547,17 @@ static void lock_wait(uint64_t *l)
     }
 }
 
+
+/* An accumulate's origin piece as the combining reads it: in place, or
+ * copied to tmp where it is to be scaled (in place) or is not aligned to
+ * its elements. */
+static void *acc_in(const xfer_t *x, uint64_t la, uint64_t n, char *tmp)
+{
+    if (!x->acc.scale && la % knit_dtype_size(x->acc.dtype) == 0)
+        return (void *)(uintptr_t)la; /* (read only: no scale) */
+    memcpy(tmp, (const void *)(uintptr_t)la, n);
+    return tmp;
+}
 /* An accumulate, get-accumulate or atomic whose target memory is all
  * mapped here, as is the target's accumulate lock: done here under the
  * lock (rma_mod.h), no agent.  0: not such memory; 1: done, *st its
@@ -594,11 +605,9 @@ static int locked_here(kn_tl_t *tl, int job, const xfer_t *x, uint64_t *result, 
         if (x->kind == KN_RMA_K_GACC)
             memcpy((char *)(uintptr_t)x->resaddr + off, p, n);
         off += n;
-        if (x->acc.op != KNIT_OP_NO_OP) {
-            memcpy(tmp, (const void *)(uintptr_t)la, n);
-            if (!kn_rma_combine(tmp, p, n, (uint32_t)x->acc.dtype, (uint32_t)x->acc.op, x->acc.scale))
-                *st = KNIT_ERR_INVAL;
-        }
+        if (x->acc.op != KNIT_OP_NO_OP &&
+            !kn_rma_combine(acc_in(x, la, n, tmp), p, n, (uint32_t)x->acc.dtype, (uint32_t)x->acc.op, x->acc.scale))
+            *st = KNIT_ERR_INVAL;
         if ((held += n) >= KN_RMA_LOCK_SPAN) { /* let the others in now and then */
             kn_rma_unlock(l);
             held = 0;
@@ -637,9 +646,8 @@ static knit_status_t local_acc(const xfer_t *x, knit_rma_req_t *r)
             if (x->acc.op == KNIT_OP_NO_OP)
                 continue;
         }
-        memcpy(tmp, (void *)(uintptr_t)la, n);
-        if (!kn_rma_combine(tmp, (void *)(uintptr_t)ra, n, (uint32_t)x->acc.dtype, (uint32_t)x->acc.op,
-                            x->acc.scale))
+        if (!kn_rma_combine(acc_in(x, la, n, tmp), (void *)(uintptr_t)ra, n, (uint32_t)x->acc.dtype,
+                            (uint32_t)x->acc.op, x->acc.scale))
             return KNIT_ERR_INVAL;
     }
     return KNIT_OK;
@@ -682,7 +690,7 @@ static int quick(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_status
     return 1;
 }
 
-static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_rma_req_t **out)
+knit_status_t kn_rma_start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_rma_req_t **out)
 {
     knit_status_t qst;
     uint64_t qres = 0;
@@ -765,11 +773,6 @@ static knit_status_t start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, k
     return st;
 }
 
-knit_status_t kn_rma_start(knit_win_t *w, int rank, xfer_t *x, unsigned flags, knit_rma_req_t **out)
-{
-    return start(w, rank, x, flags, out);
-}
-
 /* A call, checked and described: after what earlier barriers brought
  * rank, held for the next synchronization, or started (after what rank
  * has held: in order). */
@@ -787,7 +790,7 @@ static knit_status_t run(knit_win_t *w, int rank, xfer_t *x, unsigned flags, kni
             *out = NULL; /* held: complete as the call's flags ask (the source is ours again) */
         return st;
     }
-    return start(w, rank, x, flags, out);
+    return kn_rma_start(w, rank, x, flags, out);
 }
 
 /* Check and describe a strided call; src and dst as the caller named
@@ -1100,7 +1103,7 @@ knit_status_t knit_rma_atomic(knit_win_t *w, knit_rma_atomic_op_t op, knit_dtype
         return st;
     }
     knit_rma_req_t *r = NULL;
-    st = start(w, rank, &x, KNIT_RMA_AGENT, &r);
+    st = kn_rma_start(w, rank, &x, KNIT_RMA_AGENT, &r);
     if (st != KNIT_OK)
         return st;
     st = wait_one(r);
