@@ -47,6 +47,9 @@ run "$KNITRUN" -n 4 --nodes 2 --timeout 90 -x KNIT_RMA_DEFER_MAX=512 "$T" held s
 expect_ok rma.held.small.n4.nodes2 held
 run "$KNITRUN" -n 3 --nodes 1 --timeout 90 "$T" held
 expect_ok rma.held.n3.nodes1 held
+# past 64 members the barrier adds up the messages with a reduce-scatter
+run "$KNITRUN" -n 66 --nodes 2 --timeout 200 "$T" held
+expect_ok rma.held.n66.nodes2 held
 
 # more requests in flight than the agent's queue holds, tested as they go
 for m in direct agent pack; do
