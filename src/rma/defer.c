@@ -274,13 +274,13 @@ knit_status_t kn_rma_defer_barrier(knit_win_t *w)
     for (long long i = 0; cs == KNIT_OK && i < nin; i++) {
         knit_msg_status_t ms;
         knit_status_t st = knit_probe(kn_rma.ctx, KNIT_ANY_SOURCE, tag, KN_RMA_CTX, &ms);
-        char *buf = st == KNIT_OK ? malloc(ms.msg_length ? ms.msg_length : 1) : NULL;
-        if (st == KNIT_OK && !buf)
-            st = KNIT_ERR_NOMEM;
-        if (st == KNIT_OK)
-            st = knit_recv(kn_rma.ctx, buf, ms.msg_length, ms.source, tag, KN_RMA_CTX, NULL);
-        else /* take it off the queue all the same */
+        char *buf = NULL;
+        if (st == KNIT_OK && !(buf = malloc(ms.msg_length ? ms.msg_length : 1))) {
+            st = KNIT_ERR_NOMEM; /* (taken off the queue all the same) */
             knit_recv(kn_rma.ctx, NULL, 0, ms.source, tag, KN_RMA_CTX, NULL);
+        } else if (st == KNIT_OK) {
+            st = knit_recv(kn_rma.ctx, buf, ms.msg_length, ms.source, tag, KN_RMA_CTX, NULL);
+        }
         if (st == KNIT_OK)
             st = kn_rma_defer_apply(&w->peer[w->me], buf, ms.msg_length, ms.source);
         free(buf);
