@@ -140,6 +140,32 @@ static int describe(kn_mpi_wm_hdr_t *h, const kn_mpi_type_t *tt, uint64_t taddr,
     return 1;
 }
 
+/* The target's pieces as knit's list, the other side consecutive from
+ * data (NULL: no memory). */
+static knit_rma_seg_t *segs_of(const kn_mpi_wm_hdr_t *h, const kn_mpi_wm_piece_t *pc, char *data, size_t *n)
+{
+    size_t k = h->levels == KN_WM_LIST ? h->nseg : (size_t)(h->bytes / (uint64_t)h->cnt[0]);
+    knit_rma_seg_t *s = malloc((k ? k : 1) * sizeof(*s));
+    if (!s)
+        return NULL;
+    uint64_t off = 0;
+    if (h->levels == KN_WM_LIST) {
+        for (size_t i = 0; i < k; off += pc[i].len, i++)
+            s[i] = (knit_rma_seg_t){(uint64_t)(uintptr_t)data + off, pc[i].addr, pc[i].len};
+    } else {
+        int64_t c1 = h->levels >= 1 ? h->cnt[1] : 1, c2 = h->levels >= 2 ? h->cnt[2] : 1;
+        size_t i = 0;
+        for (int64_t b = 0; b < c2; b++)
+            for (int64_t a = 0; a < c1; a++, i++, off += (uint64_t)h->cnt[0])
+                s[i] = (knit_rma_seg_t){(uint64_t)(uintptr_t)data + off,
+                                        h->first + (uint64_t)(b * (h->levels >= 2 ? h->stride[1] : 0) +
+                                                              a * (h->levels >= 1 ? h->stride[0] : 0)),
+                                        (uint64_t)h->cnt[0]};
+    }
+    *n = k;
+    return s;
+}
+
 /* ------------------------------------------------------------ held accumulates */
 
 /* A start/complete epoch's accumulates to another node wait at the origin,
@@ -170,32 +196,6 @@ static knit_status_t hold(kn_mpi_win_t *w, int rank, char *buf, size_t len, cons
     return KNIT_OK;
 }
 
-/* One held message as knit pieces: (its data, the target's piece). */
-static knit_rma_seg_t *held_pieces(const struct kn_mpi_wm_held *e, size_t *n)
-{
-    kn_mpi_wm_hdr_t h;
-    memcpy(&h, e->buf, sizeof(h));
-    const kn_mpi_wm_piece_t *pc = (const kn_mpi_wm_piece_t *)(e->buf + sizeof(h));
-    uint64_t data = (uint64_t)(uintptr_t)(e->buf + sizeof(h) + h.nseg * sizeof(*pc));
-    size_t k = h.levels == KN_WM_LIST ? h.nseg : (size_t)(h.levels > 0 ? h.cnt[1] : 1) * (size_t)(h.levels > 1 ? h.cnt[2] : 1);
-    knit_rma_seg_t *s = malloc((k ? k : 1) * sizeof(*s));
-    if (!s)
-        return NULL;
-    if (h.levels == KN_WM_LIST) {
-        for (size_t i = 0; i < k; data += pc[i].len, i++)
-            s[i] = (knit_rma_seg_t){data, pc[i].addr, pc[i].len};
-    } else {
-        size_t i = 0;
-        for (int64_t b = 0; b < (h.levels > 1 ? h.cnt[2] : 1); b++)
-            for (int64_t a = 0; a < (h.levels > 0 ? h.cnt[1] : 1); a++, i++, data += (uint64_t)h.cnt[0])
-                s[i] = (knit_rma_seg_t){data, h.first + (uint64_t)(a * (h.levels > 0 ? h.stride[0] : 0)) +
-                                                  (uint64_t)(b * (h.levels > 1 ? h.stride[1] : 0)),
-                                        (uint64_t)h.cnt[0]};
-    }
-    *n = k;
-    return s;
-}
-
 knit_status_t kn_mpi_win_msg_unhold(kn_mpi_win_t *w, int rank)
 {
     knit_status_t first = KNIT_OK;
@@ -206,8 +206,11 @@ knit_status_t kn_mpi_win_msg_unhold(kn_mpi_win_t *w, int rank)
             w->held[keep++] = *e;
             continue;
         }
+        kn_mpi_wm_hdr_t h;
+        memcpy(&h, e->buf, sizeof(h));
+        const kn_mpi_wm_piece_t *pc = (const kn_mpi_wm_piece_t *)(e->buf + sizeof(h));
         size_t n = 0;
-        knit_rma_seg_t *s = held_pieces(e, &n);
+        knit_rma_seg_t *s = segs_of(&h, pc, e->buf + sizeof(h) + h.nseg * sizeof(*pc), &n);
         /* (returns once the agent has read the data: the buffer is ours) */
         knit_status_t st = s ? knit_acc_list(w->kw, &e->acc, s, n, rank, KNIT_RMA_LOCAL, NULL) : KNIT_ERR_NOMEM;
         free(s);
@@ -357,32 +360,6 @@ static int strided_ok(const kn_mpi_wm_hdr_t *h)
             return 0;
     }
     return n == (__int128)h->bytes;
-}
-
-/* The target's pieces as knit's list, the other side consecutive from
- * data (NULL: no memory). */
-static knit_rma_seg_t *segs_of(const kn_mpi_wm_hdr_t *h, const kn_mpi_wm_piece_t *pc, char *data, size_t *n)
-{
-    size_t k = h->levels == KN_WM_LIST ? h->nseg : (size_t)(h->bytes / (uint64_t)h->cnt[0]);
-    knit_rma_seg_t *s = malloc((k ? k : 1) * sizeof(*s));
-    if (!s)
-        return NULL;
-    uint64_t off = 0;
-    if (h->levels == KN_WM_LIST) {
-        for (size_t i = 0; i < k; off += pc[i].len, i++)
-            s[i] = (knit_rma_seg_t){(uint64_t)(uintptr_t)data + off, pc[i].addr, pc[i].len};
-    } else {
-        int64_t c1 = h->levels >= 1 ? h->cnt[1] : 1, c2 = h->levels >= 2 ? h->cnt[2] : 1;
-        size_t i = 0;
-        for (int64_t b = 0; b < c2; b++)
-            for (int64_t a = 0; a < c1; a++, i++, off += (uint64_t)h->cnt[0])
-                s[i] = (knit_rma_seg_t){(uint64_t)(uintptr_t)data + off,
-                                        h->first + (uint64_t)(b * (h->levels >= 2 ? h->stride[1] : 0) +
-                                                              a * (h->levels >= 1 ? h->stride[0] : 0)),
-                                        (uint64_t)h->cnt[0]};
-    }
-    *n = k;
-    return s;
 }
 
 /* Apply a put or an accumulate, or read what a get, a fetching
