@@ -142,8 +142,7 @@ static kn_mpi_win_t *win_new(MPI_Comm comm, MPI_Info info, int disp_unit, MPI_Ai
         w->msg |= w->remote[i]; /* spanning nodes, every member has one on another node */
     }
     if (st == KNIT_OK && w->msg &&
-        (!(w->msg_sent = calloc((size_t)w->n, sizeof(*w->msg_sent))) || !(w->msg_acc = calloc((size_t)w->n, 1)) ||
-         !(w->msg_unsettled = calloc((size_t)w->n, sizeof(*w->msg_unsettled)))))
+        (!(w->msg_sent = calloc((size_t)w->n, sizeof(*w->msg_sent))) || !(w->msg_acc = calloc((size_t)w->n, 1))))
         st = KNIT_ERR_NOMEM;
     /* every member's disp_unit, and whether every member got this far */
     int mine[2] = {disp_unit, st == KNIT_OK}, *all = malloc((size_t)w->n * sizeof(mine));
@@ -155,7 +154,7 @@ static kn_mpi_win_t *win_new(MPI_Comm comm, MPI_Info info, int disp_unit, MPI_Ai
     }
     free(all);
     if (gs == KNIT_OK)
-        gs = knit_mem_alloc(w->comm->kc, 2 * sizeof(int64_t), &w->ctl);
+        gs = knit_mem_alloc(w->comm->kc, sizeof(int64_t), &w->ctl);
     if (gs != KNIT_OK) {
         win_release(w);
         *err = kn_mpi_error_st(c, fn, gs, "the window's members could not agree on it");

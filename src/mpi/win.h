@@ -40,8 +40,7 @@ typedef struct kn_mpi_win {
     kn_mpi_comm_t *comm;       /* the duplicate */
     int n, me;
     knit_win_t *kw;            /* the exposed memory */
-    knit_win_t *ctl;           /* per member: [0] its lock word, [1] the last fence whose messages it
-                                * has applied (win_msg.c) */
+    knit_win_t *ctl;           /* lock words */
     int flavor;
     void *base;
     MPI_Aint size;
@@ -80,8 +79,6 @@ typedef struct kn_mpi_win {
     long long *msg_sent;       /* [n] messages sent to each member this epoch */
     uint8_t *msg_acc;          /* [n] an accumulate among them */
     unsigned long long msg_epoch;
-    unsigned long long *msg_unsettled; /* [n] a fence whose messages the member may still be applying
-                                        * (0: none): wait for it before reaching it otherwise */
     struct kn_mpi_wm_pend *msg_pend; /* sends and replies in flight */
     char *msg_rbuf;            /* where a message with its data behind it is put together */
     struct kn_mpi_wm_held *held; /* start/complete: accumulates held until complete */
@@ -187,11 +184,6 @@ knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w);
  * rank's through the agents (unhold), in order. */
 knit_status_t kn_mpi_win_msg_send_held(kn_mpi_win_t *w);
 knit_status_t kn_mpi_win_msg_unhold(kn_mpi_win_t *w, int rank);
-/* Before an operation to rank that is not a message of this epoch (the
- * direct and agent methods, on this node or another): rank has applied
- * what earlier fences' messages brought it, which it does after the
- * others may have left that fence. */
-knit_status_t kn_mpi_win_msg_settled(kn_mpi_win_t *w, int rank);
 /* start/complete epochs: the messages sent to rank since the last call
  * (complete tells the target), wait for them to leave, and at the target
  * take k of them from origin. */

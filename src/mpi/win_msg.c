@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "mpi/win.h"
+#include "rma/rma.h"
 #include "util/log.h"
 #include "util/config.h"
 
@@ -555,58 +556,29 @@ static knit_status_t take(kn_mpi_win_t *w, int src, int tag, long long *left)
     return st;
 }
 
-/* Up to this many members, the fence adds up every member's counts with
- * one MPI_Allreduce (2 emulated nodes: 12.5 us, as a barrier; the
- * reduce-scatter 18.3); beyond, each member's sum alone
- * (MPI_Reduce_scatter_block: n counts per member would grow), and in the
- * bits above SENDER how many members sent anything at all. */
-#define ALLREDUCE_MAX 64
-#define SENDER (1LL << 40)
-
-/* A member leaves the fence once it has applied what it was sent, while
- * others may still be applying theirs: an operation of the next epoch
- * that reaches such a member other than by a message (which it takes only
- * after) waits until the member's word in w->ctl says it is done
- * (kn_mpi_win_msg_settled).  A barrier after every fence with messages
- * would cost every epoch that, where most never reach a member otherwise. */
-static void settle_mark(kn_mpi_win_t *w, const long long *sum, long long senders)
-{
-    for (int i = 0; i < w->n; i++)
-        if (i != w->me && (sum ? sum[i] > 0 : senders > 0))
-            w->msg_unsettled[i] = w->msg_epoch;
-    int64_t *mine = (int64_t *)knit_win_base(w->ctl, w->me) + 1;
-    __atomic_store_n(mine, (int64_t)w->msg_epoch, __ATOMIC_RELEASE);
-}
-
+/* The fence adds up how many messages each member was sent and says,
+ * once this member has applied its own, which others may still be
+ * applying theirs, through knit's window (rma.h, kn_rma_settle): knit's
+ * operations on it wait for those first, whatever epoch they come in.
+ * On 2 emulated nodes the counts' allreduce took 12.5 us, as a barrier;
+ * the reduce-scatter past 64 members 18.3. */
 knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w)
 {
-    long long nin = 0, sum[ALLREDUCE_MAX], senders = 0;
-    int tag = tag_of(w), e, any = 0;
-    if (w->n <= ALLREDUCE_MAX) { /* the whole vector: one allreduce, faster than a reduce-scatter here */
-        e = MPI_Allreduce(w->msg_sent, sum, w->n, MPI_LONG_LONG, MPI_SUM, w->comm->handle);
-        nin = sum[w->me];
-    } else {
-        for (int i = 0; i < w->n; i++)
-            any |= w->msg_sent[i] != 0;
-        for (int i = 0; any && i < w->n; i++)
-            w->msg_sent[i] += SENDER;
-        e = MPI_Reduce_scatter_block(w->msg_sent, &nin, 1, MPI_LONG_LONG, MPI_SUM, w->comm->handle);
-        senders = nin / SENDER;
-        nin %= SENDER;
-    }
-    memset(w->msg_sent, 0, (size_t)w->n * sizeof(*w->msg_sent));
+    long long nin = 0, sum[KN_RMA_SUM_ALL], senders = 0;
+    int tag = tag_of(w);
+    knit_status_t cs = kn_rma_sum_counts(w->comm->kc, w->msg_sent, sum, &nin, &senders);
     memset(w->msg_acc, 0, (size_t)w->n);
     w->msg_epoch++;
-    knit_status_t first = e == MPI_SUCCESS ? KNIT_OK : KNIT_ERR_PEER;
-    for (long long left = nin; e == MPI_SUCCESS && left > 0;) {
+    knit_status_t first = cs;
+    for (long long left = nin; cs == KNIT_OK && left > 0;) {
         knit_status_t st = take(w, MPI_ANY_SOURCE, tag, &left);
         if (first == KNIT_OK)
             first = st;
         if (st == KNIT_ERR_PEER)
             break;
     }
-    if (e == MPI_SUCCESS)
-        settle_mark(w, w->n <= ALLREDUCE_MAX ? sum : NULL, senders);
+    if (cs == KNIT_OK)
+        kn_rma_settle(w->kw, w->n <= KN_RMA_SUM_ALL ? sum : NULL, senders);
     if (w->msg_rcap > RBUF_KEEP) { /* (kept for the next epoch up to a size) */
         free(w->msg_rbuf);
         w->msg_rbuf = NULL;
@@ -614,27 +586,6 @@ knit_status_t kn_mpi_win_msg_fence(kn_mpi_win_t *w)
     }
     knit_status_t st = drain(w);
     return first != KNIT_OK ? first : st;
-}
-
-knit_status_t kn_mpi_win_msg_settled(kn_mpi_win_t *w, int rank)
-{
-    if (!w->msg || !w->msg_unsettled[rank])
-        return KNIT_OK;
-    const int64_t *word = (const int64_t *)knit_win_base(w->ctl, rank) + 1;
-    for (unsigned round = 0;; round++) {
-        int64_t v = 0;
-        /* (auto: the agents between nodes, whatever the member is doing) */
-        knit_status_t st = knit_get(w->ctl, &v, word, sizeof(v), rank, KNIT_RMA_AUTO, NULL);
-        if (st != KNIT_OK)
-            return st;
-        if ((unsigned long long)v >= w->msg_unsettled[rank])
-            break;
-        knit_progress(kn_mpi.ctx);
-        if (round >= 4)
-            sched_yield();
-    }
-    w->msg_unsettled[rank] = 0;
-    return KNIT_OK;
 }
 
 long long kn_mpi_win_msg_sent(kn_mpi_win_t *w, int rank)
@@ -676,6 +627,5 @@ void kn_mpi_win_msg_release(kn_mpi_win_t *w)
     free(w->held);
     free(w->msg_sent);
     free(w->msg_acc);
-    free(w->msg_unsettled);
     free(w->msg_rbuf);
 }

@@ -350,8 +350,7 @@ static knit_status_t start(const wop_t *o, int kind, const knit_rma_acc_t *acc, 
         knit_status_t ms;
         if (as_msg(msg_ok, flags, o->bytes) && (ms = send_msg(o, kind, acc)) != KNIT_ERR_AGAIN)
             return ms;
-        if ((ms = kn_mpi_win_msg_settled(w, o->rank)) != KNIT_OK ||
-            (kind == K_ACC && (ms = kn_mpi_win_msg_unhold(w, o->rank)) != KNIT_OK))
+        if (kind == K_ACC && (ms = kn_mpi_win_msg_unhold(w, o->rank)) != KNIT_OK)
             return ms;
         char *l = o->obuf + os.first;
         void *r = (void *)(uintptr_t)(o->taddr + (uint64_t)ts.first);
@@ -379,7 +378,6 @@ static knit_status_t start(const wop_t *o, int kind, const knit_rma_acc_t *acc, 
     flags = flags_for(o, kind, (int64_t)n, n ? (int64_t)(o->bytes / n) : 0);
     knit_status_t ms;
     if ((as_msg(msg_ok, flags, o->bytes) && (ms = send_msg(o, kind, acc)) != KNIT_ERR_AGAIN) ||
-        (ms = kn_mpi_win_msg_settled(w, o->rank)) != KNIT_OK ||
         (kind == K_ACC && (ms = kn_mpi_win_msg_unhold(w, o->rank)) != KNIT_OK)) {
         free(s);
         return ms;
@@ -636,8 +634,7 @@ static int get_acc(const void *origin, int ocount, MPI_Datatype otype, void *res
             st = KNIT_OK;
         }
     }
-    if (o.bytes && !sent && (st = kn_mpi_win_msg_settled(w, rank)) == KNIT_OK &&
-        (st = kn_mpi_win_msg_unhold(w, rank)) == KNIT_OK) {
+    if (o.bytes && !sent && (st = kn_mpi_win_msg_unhold(w, rank)) == KNIT_OK) {
         size_t n;
         knit_rma_seg_t *s;
         if (noop) { /* the origin side is never read: pair the result buffer with the target */
@@ -709,8 +706,7 @@ static int atomic(kn_mpi_win_t *w, knit_rma_atomic_op_t aop, const kn_mpi_type_t
             memcpy(&m.compare, compare, t->size);
         st = kn_mpi_win_msg_op(w, &m);
     }
-    if (st == KNIT_ERR_AGAIN && (st = kn_mpi_win_msg_settled(w, rank)) == KNIT_OK &&
-        (st = kn_mpi_win_msg_unhold(w, rank)) == KNIT_OK)
+    if (st == KNIT_ERR_AGAIN && (st = kn_mpi_win_msg_unhold(w, rank)) == KNIT_OK)
         st = knit_rma_atomic(w->kw, aop, (knit_dtype_t)t->kdt, (void *)(uintptr_t)addr, operand, compare, result,
                              rank);
     if (st != KNIT_OK)

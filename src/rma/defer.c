@@ -25,8 +25,8 @@
  * while others may still apply theirs: an operation after the barrier
  * that reaches such a member other than by the next barrier's messages
  * (which it takes only after) first waits until the member's settle word
- * (beside its accumulate lock, in the shared heap, readable by its node's
- * peers and its agent) says it is done.  Messages alternate between two
+ * (in its window, read by its node's peers and its agent) says it is
+ * done; MPI's fence epochs as messages use the same (kn_rma_settle).  Messages alternate between two
  * tags from one barrier to the next (a member cannot be two ahead: the
  * sum needs everyone), and carry the window's id, which every member
  * agreed on at creation.
@@ -41,8 +41,6 @@
 #include "util/log.h"
 #include "util/mem.h"
 
-#define SETTLE_OFF 32          /* the settle word in the member's 64-byte accumulate-lock block */
-#define ALLREDUCE_MAX 64
 #define SENDER (1LL << 40)     /* above the counts: how many members sent anything */
 
 struct kn_rma_pend {
@@ -50,24 +48,13 @@ struct kn_rma_pend {
     size_t len, cap;
 };
 
-static uint64_t *settle_word(uint64_t lockblock)
+knit_status_t kn_rma_defer_new(knit_win_t *w, int n, int *can)
 {
-    return (uint64_t *)(uintptr_t)(lockblock + SETTLE_OFF);
-}
-
-knit_status_t kn_rma_defer_new(knit_win_t *w, int n, uint64_t lock, int *can)
-{
-    *can = 0;
     w->pend = calloc((size_t)(n ? n : 1), sizeof(*w->pend));
     w->unsettled = calloc((size_t)(n ? n : 1), sizeof(*w->unsettled));
-    if (!w->pend || !w->unsettled)
-        return KNIT_ERR_NOMEM;
-    if (lock) {
-        __atomic_store_n(settle_word(lock), 0, __ATOMIC_RELAXED);
-        /* the agents carry what a fence sends on */
-        *can = kn_cfg.rma_defer_max > 0 && kn_rma.mod != NULL;
-    }
-    return KNIT_OK;
+    /* the agents carry what a fence sends on */
+    *can = kn_cfg.rma_defer_max > 0 && kn_rma.mod != NULL;
+    return w->pend && w->unsettled ? KNIT_OK : KNIT_ERR_NOMEM;
 }
 
 void kn_rma_defer_decide(knit_win_t *w, int all_can)
@@ -229,8 +216,8 @@ static int tag_of(const knit_win_t *w)
 
 knit_status_t kn_rma_defer_barrier(knit_win_t *w)
 {
-    int n = w->n, tag = tag_of(w);
-    long long *cnt = calloc((size_t)n, sizeof(long long)), sum[ALLREDUCE_MAX], nin = 0, senders = 0;
+    int n = w->n, tag = tag_of(w); /* (this barrier's: kn_rma_settle counts it) */
+    long long *cnt = calloc((size_t)n, sizeof(long long)), sum[KN_RMA_SUM_ALL], nin = 0, senders = 0;
     knit_request_t **sr = calloc((size_t)n, sizeof(*sr));
     char **sb = calloc((size_t)n, sizeof(*sb));
     if (!cnt || !sr || !sb) {
@@ -242,7 +229,6 @@ knit_status_t kn_rma_defer_barrier(knit_win_t *w)
         return st != KNIT_OK ? st : st2;
     }
     knit_status_t first = KNIT_OK;
-    int any = 0;
     for (int t = 0; t < n; t++) {
         struct kn_rma_pend *p = &w->pend[t];
         if (!p->len)
@@ -251,26 +237,12 @@ knit_status_t kn_rma_defer_barrier(knit_win_t *w)
         knit_status_t st = knit_isend(kn_rma.ctx, p->buf, p->len, w->peer[t].job, tag, KN_RMA_CTX, &sr[t]);
         w->held -= p->len;
         *p = (struct kn_rma_pend){0};
-        if (st == KNIT_OK) {
+        if (st == KNIT_OK)
             cnt[t] = 1;
-            any = 1;
-        } else if (first == KNIT_OK) {
+        else if (first == KNIT_OK)
             first = st;
-        }
     }
-    knit_op_t plus = {.kind = KNIT_OP_SUM};
-    knit_status_t cs;
-    if (n <= ALLREDUCE_MAX) {
-        cs = knit_allreduce(w->comm, cnt, sum, (size_t)n, KNIT_INT64, &plus);
-        nin = sum[w->me];
-    } else {
-        for (int i = 0; any && i < n; i++)
-            cnt[i] += SENDER;
-        cs = knit_reduce_scatter_block(w->comm, cnt, &nin, 1, KNIT_INT64, &plus);
-        senders = nin / SENDER;
-        nin %= SENDER;
-    }
-    w->epoch++;
+    knit_status_t cs = kn_rma_sum_counts(w->comm, cnt, sum, &nin, &senders);
     for (long long i = 0; cs == KNIT_OK && i < nin; i++) {
         knit_msg_status_t ms;
         knit_status_t st = knit_probe(kn_rma.ctx, KNIT_ANY_SOURCE, tag, KN_RMA_CTX, &ms);
@@ -287,14 +259,10 @@ knit_status_t kn_rma_defer_barrier(knit_win_t *w)
         if (first == KNIT_OK)
             first = st;
     }
-    if (cs == KNIT_OK) {
-        for (int i = 0; i < n; i++)
-            if (i != w->me && (n <= ALLREDUCE_MAX ? sum[i] > 0 : senders > 0))
-                w->unsettled[i] = w->epoch;
-        __atomic_store_n(settle_word((uint64_t)(uintptr_t)w->acclock), w->epoch, __ATOMIC_RELEASE);
-    } else if (first == KNIT_OK) {
+    if (cs == KNIT_OK)
+        kn_rma_settle(w, n <= KN_RMA_SUM_ALL ? sum : NULL, senders);
+    else if (first == KNIT_OK)
         first = cs;
-    }
     for (int t = 0; t < n; t++) {
         if (sr[t]) {
             knit_status_t st = knit_wait(&sr[t], NULL);
@@ -309,9 +277,43 @@ knit_status_t kn_rma_defer_barrier(knit_win_t *w)
     return first;
 }
 
+/* ------------------------------------------------------------ settling */
+
+knit_status_t kn_rma_sum_counts(knit_comm_t *comm, long long *count, long long *sum, long long *nin,
+                                long long *senders)
+{
+    int n = knit_comm_size(comm), me = knit_comm_rank(comm), any = 0;
+    knit_op_t plus = {.kind = KNIT_OP_SUM};
+    knit_status_t st;
+    *senders = 0;
+    if (n <= KN_RMA_SUM_ALL) { /* the whole vector: one allreduce, faster than a reduce-scatter here */
+        st = knit_allreduce(comm, count, sum, (size_t)n, KNIT_INT64, &plus);
+        *nin = sum[me];
+    } else {
+        for (int i = 0; i < n; i++)
+            any |= count[i] != 0;
+        for (int i = 0; any && i < n; i++)
+            count[i] += SENDER;
+        st = knit_reduce_scatter_block(comm, count, nin, 1, KNIT_INT64, &plus);
+        *senders = *nin / SENDER;
+        *nin %= SENDER;
+    }
+    memset(count, 0, (size_t)n * sizeof(*count));
+    return st;
+}
+
+void kn_rma_settle(knit_win_t *w, const long long *sum, long long senders)
+{
+    w->epoch++;
+    for (int i = 0; i < w->n; i++)
+        if (i != w->me && (sum ? sum[i] > 0 : senders > 0))
+            w->unsettled[i] = w->epoch;
+    __atomic_store_n(&w->settle, w->epoch, __ATOMIC_RELEASE);
+}
+
 knit_status_t kn_rma_settled(knit_win_t *w, int rank)
 {
-    if (!w->defer || !w->unsettled[rank])
+    if (!w->unsettled[rank])
         return KNIT_OK;
     uint64_t want = w->unsettled[rank], v = 0;
     int same = knit_node_of(kn_rma.ctx, w->peer[rank].job) == kn_rma.node;
@@ -320,11 +322,11 @@ knit_status_t kn_rma_settled(knit_win_t *w, int rank)
         kn_mem_zero(&x, sizeof(x)); /* not an inlined `rep stos` (util/mem.h) */
         x.kind = KN_RMA_K_GET;
         x.laddr = (uint64_t)(uintptr_t)&v;
-        x.raddr = (uint64_t)(uintptr_t)settle_word(w->peer[rank].acclock);
+        x.raddr = w->peer[rank].settle;
         x.total = x.bsize = x.rext = x.lext = sizeof(v);
         x.nblocks = 1;
         x.ldesc.count[0] = x.rdesc.count[0] = (int64_t)sizeof(v);
-        /* on its node the shared heap; else the agents, whatever it does */
+        /* on its node cross-memory attach; else the agents, whatever it does */
         knit_status_t st = kn_rma_start(w, rank, &x, same ? KNIT_RMA_DIRECT : KNIT_RMA_AGENT, NULL);
         if (st != KNIT_OK)
             return st;

@@ -36,6 +36,7 @@ typedef struct xfer {
 typedef struct kn_rma_peer {
     uint64_t base, size, rkey;
     uint64_t acclock;      /* its accumulate lock (rma_mod.h); 0: none */
+    uint64_t settle;       /* the address of its settle word (knit_win.settle) */
     int job;               /* its job rank */
 } kn_rma_peer_t;
 
@@ -52,10 +53,13 @@ struct knit_win {
     /* puts held for the next synchronization (defer.c) */
     int defer;             /* members on other nodes, and every member can: knit_rma_barrier sends them */
     uint32_t id;           /* the same at every member, unlike any other window a member shares */
-    unsigned long long epoch;          /* knit_rma_barriers so far */
     struct kn_rma_pend *pend;          /* [n] what waits for each member */
     size_t held;                       /* bytes in pend, all members' */
-    unsigned long long *unsettled;     /* [n] a barrier whose puts the member may still be applying (0: none) */
+    /* synchronizations whose messages each member applies itself
+     * (knit_rma_barrier's, MPI's fence: kn_rma_settle) */
+    unsigned long long epoch;          /* so far */
+    uint64_t settle;                   /* the last one whose messages this member has applied (the others read it) */
+    unsigned long long *unsettled;     /* [n] one the member may still be applying (0: none) */
 };
 
 /* The layer's state (one context per process). */
@@ -104,7 +108,7 @@ int kn_rma_local_plausible(const xfer_t *x);
 #define KN_RMA_CTX 0x2c000000u
 /* At creation, before the allgather: this member's part (*can: it can
  * hold puts); after it, with every member's, whether the window does. */
-knit_status_t kn_rma_defer_new(knit_win_t *w, int n, uint64_t settle_word, int *can);
+knit_status_t kn_rma_defer_new(knit_win_t *w, int n, int *can);
 void kn_rma_defer_decide(knit_win_t *w, int all_can);
 void kn_rma_defer_free(knit_win_t *w);
 /* Hold x (a put of the caller's) for rank if it may be: *held says
@@ -138,8 +142,22 @@ void kn_rma_strided_scatter(const char *buf, const kn_rma_desc_t *d, uint64_t ba
 knit_status_t kn_rma_defer_apply(const kn_rma_peer_t *me, const void *msg, size_t len, int origin);
 /* knit_rma_barrier of a window that holds puts. */
 knit_status_t kn_rma_defer_barrier(knit_win_t *w);
-/* Before reaching rank other than by the barrier's messages: it has
- * applied those of the barriers before. */
+/* A synchronization whose messages each member receives and applies
+ * itself (knit_rma_barrier's held puts, the MPI layer's fence epochs):
+ * - kn_rma_sum_counts adds up count[i], the messages this member sent
+ *   member i (zeroed after), collectively over comm, which is a barrier
+ *   too: up to KN_RMA_SUM_ALL members one allreduce gives every member's
+ *   sum (sum[n]); beyond, a reduce-scatter this member's alone (*nin),
+ *   and *senders says how many members sent anything (sum untouched);
+ * - once a member has applied its own, kn_rma_settle says so (its settle
+ *   word) and marks those that may still be applying theirs (sum, or
+ *   senders with sum NULL): an operation to one of them on w (anything
+ *   but the next such messages, which it takes only after) waits for its
+ *   word first (kn_rma_settled; knit's calls on w do, held puts apart). */
+#define KN_RMA_SUM_ALL 64
+knit_status_t kn_rma_sum_counts(knit_comm_t *comm, long long *count, long long *sum, long long *nin,
+                                long long *senders);
+void kn_rma_settle(knit_win_t *w, const long long *sum, long long senders);
 knit_status_t kn_rma_settled(knit_win_t *w, int rank);
 
 /* model.c: the cost model (docs/rma.md, "Choosing a method") and the

@@ -72,6 +72,7 @@ typedef struct rec {
     uint64_t base, size, rkey;
     uint64_t acclock;      /* this member's accumulate lock (rma_mod.h), 0: none */
     int64_t status;
+    uint64_t settle;       /* the address of this member's settle word */
     uint32_t id;           /* the window ids this member has taken so far */
     uint32_t can_defer;    /* it can hold puts for the barrier (defer.c) */
 } rec_t;
@@ -105,8 +106,9 @@ static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *me
     mine.id = kn_rma.next_win_id;
     if (mine.status == KNIT_OK && w) {
         int can = 0;
-        mine.status = kn_rma_defer_new(w, n, (uint64_t)(uintptr_t)lock, &can);
+        mine.status = kn_rma_defer_new(w, n, &can);
         mine.can_defer = (uint32_t)can;
+        mine.settle = (uint64_t)(uintptr_t)&w->settle;
     }
     if (mine.status == KNIT_OK && kn_rma.net && size) {
         mine.status = kn_rma.net->ops->mem_reg(kn_rma.net, base, size, &mine.rkey, &w->memh);
@@ -143,6 +145,7 @@ static knit_status_t create(knit_comm_t *comm, void *base, size_t size, void *me
         w->peer[i].size = all[i].size;
         w->peer[i].rkey = all[i].rkey;
         w->peer[i].acclock = all[i].acclock;
+        w->peer[i].settle = all[i].settle;
         w->peer[i].job = knit_comm_job_rank(comm, i);
         if (all[i].id > w->id)
             w->id = all[i].id;
